@@ -1,0 +1,107 @@
+/* DHP-Safe FlashAttention: plain C ABI.
+ *
+ * Every function returns a dhp_status; no C++ exception ever crosses this
+ * boundary. On failure a human-readable message naming the offending argument
+ * and the rule it broke is written to `message` (NUL-terminated, truncated to
+ * `message_size`), and nothing is launched on the GPU.
+ *
+ * Tensor layout (element strides, last dimension contiguous):
+ *   q [B, S_q, H_q, D]   k, v [B, S_k, H_kv, D]   o like q
+ *   lse (optional) float32 [B, H_q, S_q], contiguous
+ * Public vs secret: see docs/threat-model.md. Every value read from the
+ * tensors and from the length arrays is secret; everything in this struct
+ * itself is public.
+ */
+#ifndef DHP_ATTENTION_H
+#define DHP_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define DHP_API
+#else
+#define DHP_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dhp_status {
+  DHP_OK = 0,
+  DHP_ERROR_INVALID_ARGUMENT = 1, /* a public argument breaks a documented rule */
+  DHP_ERROR_UNSUPPORTED = 2,      /* valid in principle but not built/supported (dtype, head dim) */
+  DHP_ERROR_NO_DEVICE = 3,        /* no CUDA device, or compute capability < 8.0 */
+  DHP_ERROR_CUDA = 4,             /* a CUDA runtime call failed */
+  DHP_ERROR_INTERNAL = 5          /* an unexpected host-side failure (e.g. out of host memory) */
+} dhp_status;
+
+typedef enum dhp_dtype {
+  DHP_FLOAT16 = 0,
+  DHP_BFLOAT16 = 1
+} dhp_dtype;
+
+typedef struct dhp_attention_params {
+  int32_t dtype;     /* a dhp_dtype value (a plain integer so that any value a C caller stores is
+                        well defined to read and is rejected by validation if unknown) */
+  int64_t batch;     /* B >= 1 */
+  int64_t seqlen_q;  /* S_q >= 1: padded (maximum) query length, public */
+  int64_t seqlen_k;  /* S_k >= 1: padded (maximum) key length, public */
+  int64_t heads_q;   /* H_q >= 1, a multiple of heads_kv */
+  int64_t heads_kv;  /* H_kv >= 1 */
+  int64_t head_dim;  /* D in {64, 128, 256} */
+
+  const void* q; /* 16-byte aligned */
+  const void* k;
+  const void* v;
+  void* o;
+  /* Element strides, >= 0 and a multiple of 8 elements (16 bytes); the stride
+   * of a dimension of size 1 is ignored. The output's (dimension, stride)
+   * pairs must not overlap: sorted by stride, each stride >= the extent of
+   * the dimensions below it (D for the smallest). Outputs must not alias
+   * inputs. */
+  int64_t q_stride_batch, q_stride_seq, q_stride_head;
+  int64_t k_stride_batch, k_stride_seq, k_stride_head;
+  int64_t v_stride_batch, v_stride_seq, v_stride_head;
+  int64_t o_stride_batch, o_stride_seq, o_stride_head;
+
+  float* lse; /* optional (NULL): float32 [B, H_q, S_q], natural-log base, 4-byte aligned */
+
+  int has_softmax_scale; /* 0: use 1/sqrt(D) */
+  float softmax_scale;   /* finite and > 0 when has_softmax_scale */
+  int causal;            /* bottom-right aligned: key j visible to query i iff j <= i + L_k - L_q */
+
+  /* Optional secret lengths (device int32[B], 4-byte aligned), clamped into
+   * [0, S] arithmetically. Either `seqlens` alone (self-attention: requires
+   * S_q == S_k, shared by queries and keys) or any of seqlens_q / seqlens_k
+   * (NULL ones mean "the full padded length"). */
+  const int32_t* seqlens;
+  const int32_t* seqlens_q;
+  const int32_t* seqlens_k;
+
+  void* stream; /* cudaStream_t; NULL = legacy default stream */
+} dhp_attention_params;
+
+/* Fills a params struct for contiguous BSHD tensors with no lengths, no lse,
+ * default scale, non-causal. */
+DHP_API void dhp_attention_params_init_bshd(dhp_attention_params* p, dhp_dtype dtype, int64_t batch,
+                                    int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q,
+                                    int64_t heads_kv, int64_t head_dim, const void* q,
+                                    const void* k, const void* v, void* o);
+
+/* Checks every public argument; launches nothing. On success the message is
+ * the empty string. */
+DHP_API dhp_status dhp_attention_validate(const dhp_attention_params* p, char* message, size_t message_size);
+
+/* Validates, then enqueues the forward pass on p->stream. */
+DHP_API dhp_status dhp_attention_forward(const dhp_attention_params* p, char* message, size_t message_size);
+
+/* A short static description of a status code. */
+DHP_API const char* dhp_status_string(dhp_status s);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DHP_ATTENTION_H */

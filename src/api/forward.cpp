@@ -1,0 +1,96 @@
+// Host dispatch: validate the public arguments, check the device, build the
+// kernel arguments and pick the instantiation. Nothing here reads device
+// memory, so no secret is ever inspected on the host.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <string>
+
+#include "dhp/attention.hpp"
+#include "kernels/forward_args.hpp"
+#include "kernels/sm80/launch.hpp"
+
+namespace dhp {
+namespace {
+
+Status cuda_failure(const char* what, cudaError_t err) {
+  return Status{DHP_ERROR_CUDA, std::string(what) + ": " + cudaGetErrorString(err)};
+}
+
+// Compute capability of the current device, or an error status.
+Status current_device_cc(int* major) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();  // clear the sticky "no device" error
+    return Status{DHP_ERROR_NO_DEVICE, std::string("no CUDA device: ") +
+                                           (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices")};
+  }
+  int device = 0;
+  if ((err = cudaGetDevice(&device)) != cudaSuccess) return cuda_failure("cudaGetDevice", err);
+  if ((err = cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess)
+    return cuda_failure("cudaDeviceGetAttribute", err);
+  if (*major < 8)
+    return Status{DHP_ERROR_NO_DEVICE, "device " + std::to_string(device) + " has compute capability " +
+                                           std::to_string(*major) + ".x; 8.0 or newer is required"};
+  return {};
+}
+
+kernels::ForwardArgs make_args(const Params& p) {
+  kernels::ForwardArgs a{};
+  a.q = p.q; a.k = p.k; a.v = p.v; a.o = p.o; a.lse = p.lse;
+  a.q_stride_batch = p.q_stride_batch; a.q_stride_seq = p.q_stride_seq; a.q_stride_head = p.q_stride_head;
+  a.k_stride_batch = p.k_stride_batch; a.k_stride_seq = p.k_stride_seq; a.k_stride_head = p.k_stride_head;
+  a.v_stride_batch = p.v_stride_batch; a.v_stride_seq = p.v_stride_seq; a.v_stride_head = p.v_stride_head;
+  a.o_stride_batch = p.o_stride_batch; a.o_stride_seq = p.o_stride_seq; a.o_stride_head = p.o_stride_head;
+  a.batch = static_cast<int32_t>(p.batch);
+  a.seqlen_q = static_cast<int32_t>(p.seqlen_q);
+  a.seqlen_k = static_cast<int32_t>(p.seqlen_k);
+  a.heads_q = static_cast<int32_t>(p.heads_q);
+  a.heads_kv = static_cast<int32_t>(p.heads_kv);
+  a.kv_group = static_cast<int32_t>(p.heads_q / p.heads_kv);
+  const double scale = p.has_softmax_scale ? p.softmax_scale : default_softmax_scale(p.head_dim);
+  a.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)
+  a.causal = p.causal ? 1 : 0;
+  if (p.seqlens != nullptr) {
+    // Shared lengths (S_q == S_k validated): L_k - L_q = 0 for every
+    // sequence, so the causal diagonal j <= i is public.
+    a.lens_q = a.lens_k = p.seqlens;
+    a.causal_diagonal_public = 1;
+    a.causal_offset = 0;
+  } else if (p.seqlens_q != nullptr || p.seqlens_k != nullptr) {
+    // Separate lengths: the diagonal's offset L_k - L_q is secret.
+    a.lens_q = p.seqlens_q;
+    a.lens_k = p.seqlens_k;
+    a.causal_diagonal_public = 0;
+    a.causal_offset = 0;
+  } else {
+    a.causal_diagonal_public = 1;
+    a.causal_offset = a.seqlen_k - a.seqlen_q;
+  }
+  return a;
+}
+
+}  // namespace
+
+Status attention_forward(const Params& p) {
+  Status s = validate(p);
+  if (!s) return s;
+  int major = 0;
+  if (!(s = current_device_cc(&major))) return s;
+
+  const kernels::ForwardArgs a = make_args(p);
+  const bool has_lengths = a.lens_q != nullptr || a.lens_k != nullptr;
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  using Launch = cudaError_t (*)(const kernels::ForwardArgs&, bool, cudaStream_t);
+  static constexpr Launch kTable[2][3] = {
+      {sm80::launch_forward_fp16_d64, sm80::launch_forward_fp16_d128, sm80::launch_forward_fp16_d256},
+      {sm80::launch_forward_bf16_d64, sm80::launch_forward_bf16_d128, sm80::launch_forward_bf16_d256}};
+  const int dtype_index = p.dtype == DHP_BFLOAT16 ? 1 : 0;
+  const int dim_index = p.head_dim == 64 ? 0 : (p.head_dim == 128 ? 1 : 2);
+  const cudaError_t err = kTable[dtype_index][dim_index](a, has_lengths, stream);
+  if (err != cudaSuccess) return cuda_failure("kernel launch", err);
+  return {};
+}
+
+}  // namespace dhp

@@ -1,0 +1,154 @@
+// Validation of every public argument. Runs on the host before any launch;
+// it never reads device memory, so secret values (tensor contents, lengths)
+// are never inspected here: out-of-range lengths are clamped in the kernels.
+#include <cmath>
+#include <cstdint>
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "api/limits.hpp"
+#include "dhp/attention.hpp"
+
+namespace dhp {
+namespace {
+
+Status fail(dhp_status code, std::string msg) { return Status{code, std::move(msg)}; }
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+bool aligned(const void* ptr, int64_t bytes) {
+  return (reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes)) == 0;
+}
+
+// Checks one [B, S, H, D] tensor's pointer and strides.
+Status check_tensor(const char* name, const void* ptr, int64_t B, int64_t S, int64_t H, int64_t D,
+                    int64_t sb, int64_t ss, int64_t sh) {
+  using namespace limits;
+  if (ptr == nullptr) return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(name) + ": pointer is null");
+  if (!aligned(ptr, kTensorAlignBytes))
+    return fail(DHP_ERROR_INVALID_ARGUMENT,
+                std::string(name) + ": pointer must be 16-byte aligned");
+  const struct {
+    const char* dim;
+    int64_t stride, size;
+  } dims[3] = {{"stride_batch", sb, B}, {"stride_seq", ss, S}, {"stride_head", sh, H}};
+  // Largest element offset + D, computed in a way that cannot overflow:
+  // each term is bounded by kMaxSpanBytes before it is added.
+  int64_t span = D;
+  for (const auto& d : dims) {
+    if (d.size == 1) continue;  // never multiplied by a non-zero index
+    if (d.stride < 0)
+      return fail(DHP_ERROR_INVALID_ARGUMENT,
+                  std::string(name) + "_" + d.dim + ": must be >= 0 (got " + str(d.stride) + ")");
+    if (d.stride % kStrideMultiple != 0)
+      return fail(DHP_ERROR_INVALID_ARGUMENT,
+                  std::string(name) + "_" + d.dim + ": must be a multiple of 8 elements (got " +
+                      str(d.stride) + ")");
+    if (d.stride != 0 && (d.size - 1) > (kMaxSpanBytes / 2) / d.stride)
+      return fail(DHP_ERROR_INVALID_ARGUMENT,
+                  std::string(name) + "_" + d.dim + ": tensor spans more than 2^62 bytes");
+    span += (d.size - 1) * d.stride;  // element count; the bound below is in elements too
+    if (span > kMaxSpanBytes / 2)
+      return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(name) + ": tensor spans more than 2^62 bytes");
+  }
+  return {};
+}
+
+// The output must not have two elements at one address (threads would race
+// on them and results would depend on timing). Sort the dimensions of size
+// > 1 by stride; each stride must cover the full extent of those below it.
+Status check_output_no_overlap(const Params& p) {
+  struct Dim {
+    int64_t stride, size;
+    const char* name;
+  } dims[3] = {{p.o_stride_batch, p.batch, "o_stride_batch"},
+               {p.o_stride_seq, p.seqlen_q, "o_stride_seq"},
+               {p.o_stride_head, p.heads_q, "o_stride_head"}};
+  std::sort(std::begin(dims), std::end(dims),
+            [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  int64_t extent = p.head_dim;  // elements covered by the dimensions so far
+  for (const Dim& d : dims) {
+    if (d.size == 1) continue;
+    if (d.stride < extent)
+      return fail(DHP_ERROR_INVALID_ARGUMENT,
+                  std::string(d.name) + ": output rows overlap (stride " + str(d.stride) +
+                      " is below the extent " + str(extent) + " of the smaller dimensions)");
+    extent = d.stride * d.size;  // fits: spans were bounded by check_tensor
+  }
+  return {};
+}
+
+}  // namespace
+
+Status validate(const Params& p_ref) {
+  using namespace limits;
+  const Params* p = &p_ref;
+  if (p->dtype != DHP_FLOAT16 && p->dtype != DHP_BFLOAT16)
+    return fail(DHP_ERROR_UNSUPPORTED, "dtype: must be DHP_FLOAT16 or DHP_BFLOAT16 (got " +
+                                           str(static_cast<int64_t>(p->dtype)) + ")");
+  const struct {
+    const char* name;
+    int64_t value, max;
+  } sizes[] = {{"batch", p->batch, kMaxBatch},         {"seqlen_q", p->seqlen_q, kMaxSeqlen},
+               {"seqlen_k", p->seqlen_k, kMaxSeqlen},  {"heads_q", p->heads_q, kMaxHeads},
+               {"heads_kv", p->heads_kv, kMaxHeads}};
+  for (const auto& s : sizes) {
+    if (s.value < 1)
+      return fail(DHP_ERROR_INVALID_ARGUMENT,
+                  std::string(s.name) + ": must be >= 1 (got " + str(s.value) + ")");
+    if (s.value > s.max)
+      return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(s.name) + ": must be <= " + str(s.max) +
+                                                  " (got " + str(s.value) + ")");
+  }
+  if (p->head_dim < 1)
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "head_dim: must be >= 1 (got " + str(p->head_dim) + ")");
+  if (p->head_dim != 64 && p->head_dim != 128 && p->head_dim != 256)
+    return fail(DHP_ERROR_UNSUPPORTED,
+                "head_dim: must be 64, 128 or 256 (got " + str(p->head_dim) + ")");
+  if (p->heads_q % p->heads_kv != 0)
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "heads_q: must be a multiple of heads_kv (got " +
+                                                str(p->heads_q) + " and " + str(p->heads_kv) + ")");
+
+  const int64_t B = p->batch, D = p->head_dim;
+  Status s;
+  if (!(s = check_tensor("q", p->q, B, p->seqlen_q, p->heads_q, D, p->q_stride_batch,
+                         p->q_stride_seq, p->q_stride_head)))
+    return s;
+  if (!(s = check_tensor("k", p->k, B, p->seqlen_k, p->heads_kv, D, p->k_stride_batch,
+                         p->k_stride_seq, p->k_stride_head)))
+    return s;
+  if (!(s = check_tensor("v", p->v, B, p->seqlen_k, p->heads_kv, D, p->v_stride_batch,
+                         p->v_stride_seq, p->v_stride_head)))
+    return s;
+  if (!(s = check_tensor("o", p->o, B, p->seqlen_q, p->heads_q, D, p->o_stride_batch,
+                         p->o_stride_seq, p->o_stride_head)))
+    return s;
+
+  if (!(s = check_output_no_overlap(*p))) return s;
+
+  if (p->lse != nullptr && !aligned(p->lse, 4))
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "lse: pointer must be 4-byte aligned");
+
+  if (p->has_softmax_scale && !(std::isfinite(p->softmax_scale) && p->softmax_scale > 0.0f))
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "softmax_scale: must be finite and > 0");
+
+  if (p->seqlens != nullptr && (p->seqlens_q != nullptr || p->seqlens_k != nullptr))
+    return fail(DHP_ERROR_INVALID_ARGUMENT,
+                "seqlens: cannot be combined with seqlens_q or seqlens_k (give one shared array, or "
+                "separate ones)");
+  if (p->seqlens != nullptr && p->seqlen_q != p->seqlen_k)
+    return fail(DHP_ERROR_INVALID_ARGUMENT,
+                "seqlens: shared lengths (self-attention) require seqlen_q == seqlen_k (got " +
+                    str(p->seqlen_q) + " and " + str(p->seqlen_k) + "); use seqlens_q/seqlens_k");
+  const struct {
+    const char* name;
+    const int32_t* ptr;
+  } lens[] = {{"seqlens", p->seqlens}, {"seqlens_q", p->seqlens_q}, {"seqlens_k", p->seqlens_k}};
+  for (const auto& l : lens)
+    if (l.ptr != nullptr && !aligned(l.ptr, 4))
+      return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(l.name) + ": pointer must be 4-byte aligned");
+  return {};
+}
+
+}  // namespace dhp

@@ -1,0 +1,35 @@
+// The kernel-side view of one forward call. Built by the host dispatcher
+// (src/api/forward.cpp) from validated public parameters; every field is
+// public. The *contents* of what the pointers point to are secret.
+#pragma once
+#include <cstdint>
+
+namespace dhp::kernels {
+
+struct ForwardArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;  // [B, H_q, S_q] or null
+  int64_t q_stride_batch, q_stride_seq, q_stride_head;  // elements
+  int64_t k_stride_batch, k_stride_seq, k_stride_head;
+  int64_t v_stride_batch, v_stride_seq, v_stride_head;
+  int64_t o_stride_batch, o_stride_seq, o_stride_head;
+  int32_t batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  int32_t kv_group;    // heads_q / heads_kv
+  float scale_log2;    // softmax scale * log2(e): scores live in the exp2 domain
+  int32_t causal;      // bottom-right aligned
+  // Secret lengths (device int32[B]); null = the full padded length. Only
+  // read by kernels instantiated with length masking.
+  const int32_t* lens_q;
+  const int32_t* lens_k;
+  // Public: the causal diagonal is j <= i + (public offset) for every
+  // sequence, so key tiles entirely above it may be skipped. True with no
+  // lengths (offset S_k - S_q) or one shared length array (offset 0); false
+  // with separate lengths (the offset L_k - L_q is secret).
+  int32_t causal_diagonal_public;
+  int32_t causal_offset;  // the public offset when causal_diagonal_public
+};
+
+}  // namespace dhp::kernels

@@ -1,0 +1,4 @@
+// bf16, head dim 256: one translation unit so the build parallelises.
+#include "kernels/sm80/launch.cuh"
+
+DHP_SM80_DEFINE_LAUNCH(bf16_d256, __nv_bfloat16, 256)

@@ -1,0 +1,4 @@
+// fp16, head dim 256: one translation unit so the build parallelises.
+#include "kernels/sm80/launch.cuh"
+
+DHP_SM80_DEFINE_LAUNCH(fp16_d256, __half, 256)

@@ -1,0 +1,4 @@
+// fp16, head dim 64: one translation unit so the build parallelises.
+#include "kernels/sm80/launch.cuh"
+
+DHP_SM80_DEFINE_LAUNCH(fp16_d64, __half, 64)

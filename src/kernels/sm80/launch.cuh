@@ -1,0 +1,41 @@
+// Launch template shared by the instantiation units.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/sm80/forward_kernel.cuh"
+#include "kernels/sm80/launch.hpp"
+
+namespace dhp::sm80 {
+
+template <typename Traits>
+cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
+  auto* kernel = &attention_forward_sm80<Traits>;
+  constexpr int kSmem = Traits::kSmemBytes;
+  // Raising the dynamic shared-memory cap is per-function and idempotent;
+  // it costs a driver call, so do it once per instantiation and device.
+  static thread_local int configured_device = -1;
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  if (configured_device != device) {
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    if (err != cudaSuccess) return err;
+    configured_device = device;
+  }
+  const dim3 grid((a.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, a.heads_q, a.batch);
+  kernel<<<grid, Traits::kThreads, kSmem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace dhp::sm80
+
+// Defines launch_forward_<NAME>(args, has_lengths, stream) for one dtype and
+// head dim: two instantiations (public lengths / secret lengths).
+#define DHP_SM80_DEFINE_LAUNCH(NAME, TYPE, D)                                              \
+  namespace dhp::sm80 {                                                                    \
+  cudaError_t launch_forward_##NAME(const kernels::ForwardArgs& a, bool has_lengths,       \
+                                    cudaStream_t s) {                                      \
+    return has_lengths ? launch_forward<Sm80Traits<TYPE, D, true>>(a, s)                   \
+                       : launch_forward<Sm80Traits<TYPE, D, false>>(a, s);                 \
+    }                                                                                      \
+  }

@@ -1,0 +1,67 @@
+// Masking of score tiles. Key j is visible to query row i iff j <= lim(i),
+// where lim(i) = min(L_k - 1, causal ? i + L_k - L_q : +inf). With secret
+// lengths lim is secret and the mask is applied by select in every tile;
+// with public lengths it is applied only in tiles the public structure says
+// need it (partial last tile, causal diagonal).
+#pragma once
+#include <cmath>
+
+#include "kernels/common/ct.cuh"
+
+namespace dhp::sm80 {
+
+// Per-thread row limits in two registers: row (mt, hh) of the thread,
+// i = first_row + mt*16 + hh*8, sees key j iff
+//   j <= min(key_last, diag + mt*16 + hh*8)
+// with key_last = L_k - 1 and diag = first_row + L_k - L_q (causal) or
+// key_last (not causal). Two registers rather than 2*MT: the key loop is
+// register-bound.
+template <int MT>
+struct RowLimits {
+  int32_t key_last, diag;
+
+  __device__ __forceinline__ void init(int32_t first_row, int32_t L_q, int32_t L_k, bool causal) {
+    key_last = L_k - 1;
+    diag = causal ? first_row + L_k - L_q : key_last;  // `causal` is public
+  }
+};
+
+// s[mt][nt][e]: accumulator fragment of a score tile; the thread's column
+// for element e of n-tile nt is col0 + nt*8 + (e & 1), its row half e >> 1.
+// Invisible scores become -inf (zero weight after exp2).
+template <int MT, int NT>
+__device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0,
+                                            const RowLimits<MT>& rows) {
+  const int32_t last_rel = rows.key_last - col0, diag_rel = rows.diag - col0;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      // Visible iff (column offset) <= rel: compares against immediates.
+      const int32_t rel = ct::ct_min(last_rel, diag_rel + mt * 16 + hh * 8);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          s[mt][nt][2 * hh + e] =
+              ct::ct_select_le(nt * 8 + e, rel, s[mt][nt][2 * hh + e], -INFINITY);
+    }
+}
+
+// Masks for the B fragments of V in one k-step of P*V: register b0 holds
+// keys key0 and key0 + 1 (key0 = k-step start + 2t), b1 holds key0 + 8 and
+// + 9, low half first. Padded keys (j >= L_k) are zeroed so that garbage
+// there, NaN included, never meets the zero weight it gets (0 * NaN = NaN).
+struct KeyMask {
+  uint32_t b0, b1;
+
+  // keys_left = L_k - key0 (of the k-step's first key): a per-tile value, so
+  // that the compares below are against immediates and nothing loop
+  // invariant is left for the compiler to hoist into registers.
+  __device__ __forceinline__ void init(int32_t keys_left) {
+    b0 = ct::ct_select_bits(0x0000FFFFu, ct::ct_mask_lt(0, keys_left), ct::ct_mask_lt(1, keys_left));
+    b1 = ct::ct_select_bits(0x0000FFFFu, ct::ct_mask_lt(8, keys_left), ct::ct_mask_lt(9, keys_left));
+  }
+};
+
+}  // namespace dhp::sm80

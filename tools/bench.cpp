@@ -1,0 +1,66 @@
+// C++ benchmark of the forward pass over the FlashAttention-3 grid (16k
+// tokens, hidden 2048) and the floor configuration. Prints a table
+// and writes TSV rows (to --out FILE) for the comparison with PyTorch SDPA
+// made by scripts/sdpa_compare.py in the same run on the same GPU.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "timing.hpp"
+
+int main(int argc, char** argv) {
+  using namespace dhp;
+  bool quick = false;
+  const char* out_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
+    else { std::fprintf(stderr, "usage: dhp_bench [--quick] [--out FILE.tsv]\n"); return 2; }
+  }
+  if (!testing::cuda_device_available()) {
+    std::printf("skipped: no CUDA device\n");
+    return 0;
+  }
+  std::printf("device: %s\n", testing::device_description().c_str());
+  std::vector<testing::Case> cases;
+  auto add = [&](DType dt, int64_t B, int64_t H, int64_t S, int64_t D, bool causal) {
+    testing::Case c;
+    c.dtype = dt; c.batch = B; c.heads_q = c.heads_kv = H; c.seqlen_q = c.seqlen_k = S;
+    c.head_dim = D; c.causal = causal;
+    cases.push_back(c);
+  };
+  add(DType::kFloat16, 4, 16, 4096, 128, false);  // the portable kernel's floor configuration
+  const std::vector<int64_t> seqs = quick ? std::vector<int64_t>{512, 4096}
+                                          : std::vector<int64_t>{512, 1024, 2048, 4096, 8192, 16384};
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    if (quick && dt == DType::kBFloat16) break;
+    for (int64_t D : {64, 128, 256})
+      for (bool causal : {false, true})
+        for (int64_t S : seqs) add(dt, 16384 / S, 2048 / D, S, D, causal);
+  }
+  FILE* out = out_path ? std::fopen(out_path, "w") : nullptr;
+  if (out) std::fprintf(out, "dtype\tB\tH\tS\tD\tcausal\tmedian_ms\tmin_ms\ttflops\n");
+  std::printf("%-5s %3s %3s %6s %4s %6s %10s %8s\n", "dtype", "B", "H", "S", "D", "causal", "median_ms", "TFLOP/s");
+  for (const auto& c : cases) {
+    const tools::Timing t = tools::time_case(c, 5, quick ? 20 : 30);
+    const char* dt = c.dtype == DType::kFloat16 ? "fp16" : "bf16";
+    if (!t.error.empty()) {
+      std::printf("%-5s %3lld %3lld %6lld %4lld %6d ERROR %s\n", dt, (long long)c.batch,
+                  (long long)c.heads_q, (long long)c.seqlen_q, (long long)c.head_dim, c.causal,
+                  t.error.c_str());
+      continue;
+    }
+    std::printf("%-5s %3lld %3lld %6lld %4lld %6d %10.3f %8.1f\n", dt, (long long)c.batch,
+                (long long)c.heads_q, (long long)c.seqlen_q, (long long)c.head_dim, c.causal,
+                t.median_ms, t.tflops);
+    std::fflush(stdout);
+    if (out)
+      std::fprintf(out, "%s\t%lld\t%lld\t%lld\t%lld\t%d\t%.4f\t%.4f\t%.2f\n", dt, (long long)c.batch,
+                   (long long)c.heads_q, (long long)c.seqlen_q, (long long)c.head_dim, c.causal,
+                   t.median_ms, t.min_ms, t.tflops);
+  }
+  if (out) std::fclose(out);
+  return 0;
+}

@@ -1,0 +1,71 @@
+#include "timing.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+namespace dhp::tools {
+
+double attention_flops(const testing::Case& c) {
+  const double f = 4.0 * c.batch * c.heads_q * c.seqlen_q * c.seqlen_k * c.head_dim;
+  return c.causal ? f / 2 : f;
+}
+
+Timing time_case(const testing::Case& c, int warmup, int iters) {
+  Timing t;
+  const int64_t nq = c.batch * c.seqlen_q * c.heads_q * c.head_dim;
+  const int64_t nk = c.batch * c.seqlen_k * c.heads_kv * c.head_dim;
+  // Random 16-bit inputs (normal distribution), generated on the host.
+  std::mt19937_64 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint16_t> host(static_cast<size_t>(std::max(nq, nk)));
+  void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  float* lse = nullptr;
+  auto fail = [&](const char* what, cudaError_t e) {
+    t.error = std::string(what) + ": " + cudaGetErrorString(e);
+  };
+  cudaError_t e;
+  if ((e = cudaMalloc(&q, nq * 2)) || (e = cudaMalloc(&k, nk * 2)) || (e = cudaMalloc(&v, nk * 2)) ||
+      (e = cudaMalloc(&o, nq * 2)) || (e = cudaMalloc(&lse, c.batch * c.heads_q * c.seqlen_q * 4))) {
+    fail("cudaMalloc", e);
+  } else {
+    for (void* dst : {q, k, v}) {
+      const int64_t n = dst == q ? nq : nk;
+      for (int64_t i = 0; i < n; ++i) host[i] = testing::to_bits(normal(rng), c.dtype);
+      cudaMemcpy(dst, host.data(), n * 2, cudaMemcpyHostToDevice);
+    }
+    Params p = make_params(c.dtype, c.batch, c.seqlen_q, c.seqlen_k, c.heads_q, c.heads_kv,
+                           c.head_dim, q, k, v, o);
+    p.causal = c.causal;
+    p.lse = lse;
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    std::vector<float> ms;
+    for (int i = 0; i < warmup + iters && t.error.empty(); ++i) {
+      cudaEventRecord(start);
+      const Status s = attention_forward(p);
+      cudaEventRecord(stop);
+      if (!s) { t.error = s.message; break; }
+      if ((e = cudaEventSynchronize(stop)) != cudaSuccess) { fail("kernel", e); break; }
+      float elapsed = 0;
+      cudaEventElapsedTime(&elapsed, start, stop);
+      if (i >= warmup) ms.push_back(elapsed);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (t.error.empty() && !ms.empty()) {
+      std::sort(ms.begin(), ms.end());
+      t.median_ms = ms[ms.size() / 2];
+      t.min_ms = ms.front();
+      t.max_ms = ms.back();
+      t.tflops = attention_flops(c) / (t.median_ms * 1e-3) / 1e12;
+    }
+  }
+  cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(lse);
+  return t;
+}
+
+}  // namespace dhp::tools
