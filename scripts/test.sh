@@ -19,8 +19,12 @@ if [ -n "$gpu_line" ]; then
 else
   echo "GPU tests: ran on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 fi
-total=$(grep -oE "tests failed out of [0-9]+" "$log" | grep -oE "[0-9]+$" || echo 0)
-failed=$(grep -oE "[0-9]+ tests failed out of" "$log" | grep -oE "^[0-9]+" || echo 0)
+# ctest's summary reads "N% tests passed, F tests failed out of T", or
+# "100% tests passed out of T" when nothing failed or was skipped.
+total=$(grep -oE "tests? (passed|failed) out of [0-9]+" "$log" | grep -oE "[0-9]+$" | tail -1)
+failed=$(grep -oE "[0-9]+ tests? failed out of" "$log" | grep -oE "^[0-9]+" | tail -1)
+total=${total:-0}
+failed=${failed:-0}
 skipped=$(grep -cE "\(Skipped\)$" "$log" || true)
 rm -f "$log"
 echo "ctest: $(( total - failed - skipped )) passed, ${failed} failed, ${skipped} skipped"
