@@ -1,0 +1,149 @@
+// dhp-audit corpus: kernels that must audit CLEAN (no finding).
+//
+// Model: "secret" = any value loaded from memory; "public" = kernel params,
+// thread/block ids, immediates. Secrets may flow into arithmetic, selects,
+// predicated ALU ops, shuffles and stores/loads at PUBLIC addresses, but never
+// into branches, loop bounds, addresses, memory-op guards or variable-time
+// routines. Each kernel's comment says why it is constant-time.
+#include <cuda_runtime.h>
+#include <cstdint>
+
+#define GTID (blockIdx.x * blockDim.x + threadIdx.x)
+
+// 1 select on a secret: compiles to FSEL, both operands always computed.
+//   NOTE: `out[i] = x > 0 ? a[i] : b[i]` is NOT clean in SASS -- nvcc sinks the
+//   b[i] load under the predicate (@!P0 LDG); see leak_select_sunk_load in
+//   leaky.cu. Here both operands are also consumed unconditionally.
+extern "C" __global__ void clean_select(const float* __restrict__ in,
+                                        const float* __restrict__ a,
+                                        const float* __restrict__ b,
+                                        float* __restrict__ out,
+                                        float* __restrict__ out2) {
+  unsigned i = GTID;
+  float x = in[i];
+  float va = a[i], vb = b[i];  // public addresses
+  out[i] = x > 0.0f ? va : vb;
+  out2[i] = va + vb;           // keeps both loads unconditional
+}
+
+// 2 predicated arithmetic: the secret predicate only gates an ALU op
+//   (@P FADD or FSEL), never a memory op or branch.
+extern "C" __global__ void clean_predicated_arith(const float* __restrict__ in,
+                                                  const float* __restrict__ y,
+                                                  float* __restrict__ out) {
+  unsigned i = GTID;
+  float x = in[i];
+  float acc = y[i];
+  float t = acc * 1.5f;
+  if (x > 0.0f) acc += t;
+  if (x < -1.0f) acc *= 0.5f;
+  out[i] = acc;
+}
+
+// 3 loop with a PUBLIC bound (kernel parameter).
+extern "C" __global__ void clean_public_loop(const float* __restrict__ v,
+                                             float* __restrict__ out, int n) {
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) acc = fmaf(acc, 0.5f, v[k * blockDim.x + threadIdx.x]);
+  out[GTID] = acc;
+}
+
+// 4 warp-shuffle reduction of secrets: lane offsets are immediates.
+extern "C" __global__ void clean_shfl_reduce(const float* __restrict__ in,
+                                             float* __restrict__ out) {
+  float x = in[GTID];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  out[GTID] = x;  // every lane stores: no lane-id guard on a secret
+}
+
+// 5 shared-memory tree reduction with public (threadIdx / immediate) indices.
+//   Guards `threadIdx.x < s` are public.
+extern "C" __global__ void clean_smem_tree_reduce(const float* __restrict__ in,
+                                                  float* __restrict__ out) {
+  __shared__ float s[256];
+  s[threadIdx.x] = in[GTID];
+  __syncthreads();
+#pragma unroll
+  for (int st = 128; st > 0; st >>= 1) {
+    if (threadIdx.x < st) s[threadIdx.x] += s[threadIdx.x + st];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+
+// 6 length masking by select inside a public-bound loop: the loaded length is
+//   clamped and used ONLY in a comparison feeding a select.
+extern "C" __global__ void clean_len_mask_select(const int* __restrict__ lens,
+                                                 const float* __restrict__ v,
+                                                 float* __restrict__ out, int nmax) {
+  int len = lens[blockIdx.x];
+  len = min(max(len, 0), nmax);
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int k = 0; k < nmax; ++k) {
+    float e = v[k * blockDim.x + threadIdx.x];  // always loaded
+    acc += (k < len) ? e : 0.0f;                 // masked by select
+  }
+  out[GTID] = acc;
+}
+
+// 7 approximate (fixed-latency) MUFU ops via inline PTX: no slow path.
+extern "C" __global__ void clean_approx_ex2_rcp(const float* __restrict__ in,
+                                                float* __restrict__ out) {
+  float x = in[GTID];
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(e + 1.0f));
+  out[GTID] = e * r;
+}
+
+// 8 bounds guard on PUBLIC values only (ids and parameter n).
+extern "C" __global__ void clean_bounds_guard(const float* __restrict__ in,
+                                              float* __restrict__ out, int n) {
+  if (threadIdx.x + blockIdx.x * blockDim.x < (unsigned)n) {
+    out[GTID] = in[GTID] * 2.0f + 1.0f;
+  }
+}
+
+// 9 fast-math intrinsics __fdividef and __expf: MUFU.RCP / MUFU.EX2 + fixed
+//   arithmetic, no slow path (unlike IEEE '/' in leaky.cu).
+extern "C" __global__ void clean_fast_intrinsics(const float* __restrict__ a,
+                                                 const float* __restrict__ b,
+                                                 float* __restrict__ out) {
+  unsigned i = GTID;
+  out[i] = __fdividef(__expf(a[i]), b[i] + 2.0f);
+}
+
+// 10 online-softmax style update: max / exp / rescale, all selects + MUFU.EX2
+//    approx, public-bound loop. Mirrors the constant-time attention inner loop.
+extern "C" __global__ void clean_online_softmax(const float* __restrict__ s,
+                                                float* __restrict__ out, int nkeys) {
+  float m = -1e30f, l = 0.0f;
+#pragma unroll 1
+  for (int k = 0; k < nkeys; ++k) {
+    float x = s[k * blockDim.x + threadIdx.x];
+    float mn = fmaxf(m, x);
+    float c, p;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(c) : "f"((m - mn) * 1.4426950f));
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(p) : "f"((x - mn) * 1.4426950f));
+    l = l * c + p;
+    m = mn;
+  }
+  out[GTID] = l;
+}
+
+// 11 small private array with a secret index WITHOUT volatile: nvcc -O3 keeps
+//    arr[] in registers and lowers arr[j & 15] into 16 compare + predicated MOV
+//    pairs (constant time, no LDL/STL). Compiler-dependent: check_corpus.sh
+//    reports the LDL/STL count so a regression is visible.
+extern "C" __global__ void clean_small_array_select(const float* __restrict__ in,
+                                                    const int* __restrict__ idx,
+                                                    float* __restrict__ out) {
+  unsigned i = GTID;
+  float arr[16];
+#pragma unroll
+  for (int k = 0; k < 16; ++k) arr[k] = in[i * 16 + k] * (1.0f + k);
+  out[i] = arr[idx[i] & 15];
+}

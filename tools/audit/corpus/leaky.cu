@@ -1,0 +1,254 @@
+// dhp-audit corpus: kernels that each plant EXACTLY ONE constant-time leak.
+//
+// Model: "secret" = any value loaded from memory (global / shared / local).
+//        "public" = kernel parameters, threadIdx/blockIdx/blockDim, immediates.
+// Rules: (a) control flow (branch / loop exit / early exit) depends on a secret
+//        (b) a memory address, or a memory-op guard, depends on a secret
+//        (c) a side effect (store/atomic) is guarded by a secret predicate
+//        (d) a call into a variable-time routine (IEEE div/sqrt slow paths)
+//
+// Each kernel has a "// LEAK <rule>: <what>" comment and the one source line
+// that the auditor must flag ends with the marker "// LEAK-LINE".
+// Everything else in a kernel is meant to be constant-time so the planted
+// leak is the only finding. Results are always stored so nothing is dead.
+// Build: see check_corpus.sh (nvcc -O3 -lineinfo -cubin, sm_80 and sm_90a).
+#include <cuda_runtime.h>
+#include <cstdint>
+
+#define GTID (blockIdx.x * blockDim.x + threadIdx.x)
+
+// 1 ---------------------------------------------------------------------------
+// Both arms do a data-dependent-length-free but *different* expensive loop and
+// different stores, so the compiler cannot if-convert into a select.
+extern "C" __global__ void leak_secret_branch(const float* __restrict__ in,
+                                              float* __restrict__ out,
+                                              float* __restrict__ out2) {
+  unsigned i = GTID;
+  float x = in[i];
+  // LEAK a: branch on a loaded value
+  if (x > 0.0f) {  // LEAK-LINE
+    float acc = x;
+#pragma unroll 1
+    for (int k = 0; k < 64; ++k) acc = __sinf(acc) * 1.0001f + x;
+    out[i] = acc;
+  } else {
+    float acc = -x;
+#pragma unroll 1
+    for (int k = 0; k < 32; ++k) acc = __cosf(acc) * 0.999f - x;
+    out2[i] = acc;
+  }
+}
+
+// 2 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_loop_bound_loaded(const int* __restrict__ lens,
+                                                  const float* __restrict__ v,
+                                                  float* __restrict__ out,
+                                                  int stride) {
+  unsigned i = GTID;
+  int n = lens[blockIdx.x];
+  float acc = 0.0f;
+  // LEAK a: trip count comes from a loaded length
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) {  // LEAK-LINE
+    acc = fmaf(acc, 0.5f, v[k * stride + threadIdx.x]);
+  }
+  out[i] = acc;
+}
+
+// 3 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_early_return_len(const int* __restrict__ lens,
+                                                 const float* __restrict__ v,
+                                                 float* __restrict__ out) {
+  int len = lens[blockIdx.x];
+  // LEAK a: thread exits early depending on a loaded sequence length
+  if ((int)threadIdx.x >= len) return;  // LEAK-LINE
+  unsigned i = GTID;
+  out[i] = v[i] * 3.0f + 1.0f;
+}
+
+// 4 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_smem_table_index(const uint8_t* __restrict__ key,
+                                                 const uint32_t* __restrict__ tbl,
+                                                 uint32_t* __restrict__ out) {
+  __shared__ uint32_t s_tbl[256];
+  s_tbl[threadIdx.x & 255] = tbl[threadIdx.x & 255];
+  __syncthreads();
+  unsigned i = GTID;
+  uint8_t k = key[i];
+  // LEAK b: shared-memory address depends on a secret byte (S-box lookup)
+  uint32_t r = s_tbl[k];  // LEAK-LINE
+  out[i] = r ^ 0x9e3779b9u;
+}
+
+// 5 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_global_secret_index(const int* __restrict__ idx,
+                                                   const float* __restrict__ tbl,
+                                                   float* __restrict__ out) {
+  unsigned i = GTID;
+  int j = idx[i];
+  // LEAK b: global load address computed from a loaded index (gather)
+  float r = tbl[j & 4095];  // LEAK-LINE
+  out[i] = r * 2.0f;
+}
+
+// 6 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_store_guarded(const float* __restrict__ in,
+                                              float* __restrict__ out) {
+  unsigned i = GTID;
+  float x = in[i];
+  // LEAK c: whether the store happens depends on the secret (predicated STG)
+  if (x > 0.0f) out[i] = x * 7.0f;  // LEAK-LINE
+}
+
+// 7 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_load_guarded(const float* __restrict__ in,
+                                             const float* __restrict__ other,
+                                             float* __restrict__ out) {
+  unsigned i = GTID;
+  float x = in[i];
+  float v = 1.0f;
+  // LEAK b: whether a global load is issued depends on the secret
+  if (x > 0.0f) v = other[i];  // LEAK-LINE
+  out[i] = v + x;
+}
+
+// 8 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_ballot_branch(const float* __restrict__ in,
+                                              float* __restrict__ out,
+                                              float* __restrict__ out2) {
+  unsigned i = GTID;
+  float x = in[i];
+  unsigned b = __ballot_sync(0xffffffffu, x > 0.0f);  // public op, secret data
+  // LEAK a: the ballot of a secret predicate is still secret; branch on it
+  if (b != 0u) {  // LEAK-LINE
+    float acc = x;
+#pragma unroll 1
+    for (int k = 0; k < 48; ++k) acc = __sinf(acc) + 1.0f;
+    out[i] = acc;
+  } else {
+    out2[i] = x;
+  }
+}
+
+// 9 ---------------------------------------------------------------------------
+extern "C" __global__ void leak_ieee_fdiv(const float* __restrict__ a,
+                                          const float* __restrict__ b,
+                                          float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK d: IEEE-correct division has a slow-path subroutine taken for
+  // denormal / huge operands (MUFU.RCP fast path + FCHK + CALL slow path)
+  out[i] = a[i] / b[i];  // LEAK-LINE
+}
+
+// 10 --------------------------------------------------------------------------
+extern "C" __global__ void leak_ieee_sqrtf(const float* __restrict__ a,
+                                           float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK d: IEEE sqrtf (no fast-math) = MUFU.RSQ + branch to a slow path for
+  // denormal / special inputs
+  out[i] = sqrtf(a[i]);  // LEAK-LINE
+}
+
+// 11 --------------------------------------------------------------------------
+extern "C" __global__ void leak_atomic_secret_addr(const int* __restrict__ val,
+                                                   unsigned* __restrict__ hist) {
+  unsigned i = GTID;
+  int v = val[i];
+  // LEAK b: atomic target address depends on the secret (histogram)
+  atomicAdd(&hist[v & 255], 1u);  // LEAK-LINE
+}
+
+// 12 --------------------------------------------------------------------------
+// Attention-style key loop over a PUBLIC number of key blocks, but it stops as
+// soon as the loaded mask says the rest of the row is fully masked.
+extern "C" __global__ void leak_break_masked_row(const int* __restrict__ mask,
+                                                 const float* __restrict__ s,
+                                                 float* __restrict__ out,
+                                                 int nblocks) {
+  unsigned i = GTID;
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int kb = 0; kb < nblocks; ++kb) {
+    int m = mask[blockIdx.x * nblocks + kb];
+    // LEAK a: loop exit depends on a loaded mask word
+    if (m == 0) break;  // LEAK-LINE
+    acc += __expf(s[kb * blockDim.x + threadIdx.x]);
+  }
+  out[i] = acc;
+}
+
+// 13 --------------------------------------------------------------------------
+extern "C" __global__ void leak_cp_async_secret_src(const int* __restrict__ idx,
+                                                    const float4* __restrict__ g,
+                                                    float* __restrict__ out) {
+  __shared__ float4 buf[256];
+  unsigned i = GTID;
+  int j = idx[i];
+  const float4* src = g + (j & 1023);
+  unsigned saddr = (unsigned)__cvta_generic_to_shared(&buf[threadIdx.x & 255]);
+  // LEAK b: async global->shared copy whose SOURCE address is secret
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(src) : "memory");  // LEAK-LINE
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();
+  float4 r = buf[(threadIdx.x ^ 1) & 255];
+  out[i] = r.x + r.y + r.z + r.w;
+}
+
+// 14 --------------------------------------------------------------------------
+extern "C" __global__ void leak_smem_roundtrip_bound(const int* __restrict__ lens,
+                                                     const float* __restrict__ v,
+                                                     float* __restrict__ out) {
+  __shared__ int s_len;
+  if (threadIdx.x == 0) s_len = lens[blockIdx.x];  // secret -> shared
+  __syncthreads();
+  int n = s_len;  // read back: still secret (loaded from shared memory)
+  float acc = 0.0f;
+  // LEAK a: loop bound read back from shared memory
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) {  // LEAK-LINE
+    acc = fmaf(acc, 0.75f, v[k * blockDim.x + threadIdx.x]);
+  }
+  out[GTID] = acc;
+}
+
+// 15 --------------------------------------------------------------------------
+extern "C" __global__ void leak_local_array_index(const float* __restrict__ in,
+                                                  const int* __restrict__ idx,
+                                                  float* __restrict__ out) {
+  unsigned i = GTID;
+  // 256 entries: with 16 (even `volatile`) or 64 entries nvcc -O3 keeps the
+  // array in registers and lowers arr[j & mask] into a constant-time chain of
+  // predicated MOVs (no local memory) -- see clean_small_array_select.
+  float arr[256];
+#pragma unroll
+  for (int k = 0; k < 256; ++k) arr[k] = in[i * 256 + k] * (1.0f + k);
+  int j = idx[i];
+  // LEAK b: dynamically indexed private array lives in local memory, so the
+  // LDL address depends on the secret index
+  out[i] = arr[j & 255];  // LEAK-LINE
+}
+
+// 16 --------------------------------------------------------------------------
+extern "C" __global__ void leak_atomic_guarded(const float* __restrict__ in,
+                                               float* __restrict__ sum) {
+  float x = in[GTID];
+  // LEAK c: atomic side effect only when the secret predicate holds
+  if (x > 1.0f) atomicAdd(sum, x);  // LEAK-LINE
+}
+
+// 17 --------------------------------------------------------------------------
+// Looks like a clean select in the source, but nvcc -O3 turns
+// `x > 0 ? a[i] : b[i]` into SEL of the two POINTERS on the secret predicate
+// and a single LDG from the selected address (sm_80 and sm_90a, nvcc 13.0).
+// (Split into `va = a[i], vb = b[i]; x>0 ? va : vb` it instead becomes a
+// `@!P0 LDG` -- also a leak.) The auditor must work on SASS, not source.
+extern "C" __global__ void leak_select_sunk_load(const float* __restrict__ in,
+                                                 const float* __restrict__ a,
+                                                 const float* __restrict__ b,
+                                                 float* __restrict__ out) {
+  unsigned i = GTID;
+  float x = in[i];
+  // LEAK b: compiler-introduced secret-dependent load address (SEL ptr; LDG)
+  out[i] = x > 0.0f ? a[i] : b[i];  // LEAK-LINE
+}
