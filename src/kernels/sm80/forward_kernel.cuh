@@ -94,7 +94,15 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
   };
   const int32_t first_row = m0 + warp_row0 + (lane / 4);
 
-  const KeyTileRange<BM, BN> range(args, m0);
+  KeyTileRange<BM, BN> range(args, m0);
+  if constexpr (Traits::kLeakyControl) {
+    // DELIBERATE LEAK, test-only control (tools/validate): bound the key loop
+    // by the secret L_k, skipping key tiles beyond it as a conventional
+    // varlen kernel does. Shipped traits have kLeakyControl = false.
+    const int32_t lk = args.lens_k != nullptr ? ct::ct_clamp(args.lens_k[batch], 0, args.seqlen_k)
+                                              : args.seqlen_k;
+    range.n_end = min(range.n_end, (lk + BN - 1) / BN);
+  }
 
   load_tile_async<BM, D, NTHREADS>(sq, q + static_cast<int64_t>(m0) * args.q_stride_seq,
                                    args.q_stride_seq, 0, args.seqlen_q - m0, tid);

@@ -38,6 +38,9 @@ struct Sm80Traits : Sm80Config<D, HAS_LENGTHS_> {
   static constexpr int kNTilesS = Config::kBlockN / 8;     // n8 tiles of S per row block
   static constexpr int kNTilesO = D / 8;                   // n8 tiles of O
   static constexpr int kSmemBytes = (Config::kBlockM + 2 * Config::kBlockN) * D * 2;
+  // Test-only: true only in tools/validate's leaky control (a derived traits
+  // type built with DHP_BUILD_LEAKY_CONTROL), never in a shipped kernel.
+  static constexpr bool kLeakyControl = false;
   static_assert(kRowsPerWarp % 16 == 0, "warps own whole m16 tiles");
 };
 

@@ -1,0 +1,136 @@
+#include "stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+namespace dhp::gates {
+
+double welch_t(const Moments& a, const Moments& b) {
+  if (a.n < 2 || b.n < 2) return 0.0;
+  const double diff = a.mean - b.mean;
+  const double se2 = a.variance() / a.n + b.variance() / b.n;
+  if (se2 == 0.0) return diff == 0.0 ? 0.0 : std::copysign(std::numeric_limits<double>::infinity(), diff);
+  return diff / std::sqrt(se2);
+}
+
+double quantile(std::vector<float> x, double q) {
+  if (x.empty()) return 0.0;
+  std::sort(x.begin(), x.end());
+  const double pos = q * static_cast<double>(x.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, x.size() - 1);
+  return x[lo] + (pos - static_cast<double>(lo)) * (x[hi] - x[lo]);
+}
+
+std::vector<double> crop_thresholds(std::vector<float> calib, int count) {
+  std::vector<double> th(static_cast<size_t>(count));
+  std::sort(calib.begin(), calib.end());
+  for (int i = 0; i < count; ++i) {
+    const double p = 1.0 - std::pow(0.5, 10.0 * (i + 1) / count);
+    const size_t k = std::min(calib.size() - 1, static_cast<size_t>(p * calib.size()));
+    th[static_cast<size_t>(i)] = calib.empty() ? 0.0 : calib[k];
+  }
+  return th;
+}
+
+TestResult dudect_tests(const std::vector<Sample>& samples, int64_t n,
+                        const std::vector<double>& thresholds) {
+  TestResult r;
+  n = std::min<int64_t>(n, static_cast<int64_t>(samples.size()));
+  r.n = n;
+  Moments raw[2];
+  std::vector<Moments> crop(thresholds.size() * 2);
+  for (int64_t i = 0; i < n; ++i) {
+    const Sample& s = samples[static_cast<size_t>(i)];
+    raw[s.cls].add(s.us);
+    // Thresholds rise with i: once a sample exceeds one it is below none of
+    // the smaller ones, so scan from the top and stop at the first miss.
+    for (size_t c = thresholds.size(); c-- > 0;) {
+      if (s.us >= thresholds[c]) break;
+      crop[2 * c + s.cls].add(s.us);
+    }
+  }
+  r.t_raw = welch_t(raw[0], raw[1]);
+  // Second order: (x - class mean)^2 with the means of this prefix.
+  Moments sec[2];
+  for (int64_t i = 0; i < n; ++i) {
+    const Sample& s = samples[static_cast<size_t>(i)];
+    const double d = s.us - raw[s.cls].mean;
+    sec[s.cls].add(d * d);
+  }
+  r.t_second = welch_t(sec[0], sec[1]);
+  r.max_abs_t = std::fabs(r.t_raw);
+  r.worst = "raw";
+  if (std::fabs(r.t_second) > r.max_abs_t) { r.max_abs_t = std::fabs(r.t_second); r.worst = "second-order"; }
+  for (size_t c = 0; c < thresholds.size(); ++c) {
+    const double t = welch_t(crop[2 * c], crop[2 * c + 1]);
+    if (r.crop_at_max < 0 || std::fabs(t) > std::fabs(r.t_crop_max)) {
+      r.t_crop_max = t;
+      r.crop_at_max = static_cast<int>(c);
+    }
+    if (std::fabs(t) > r.max_abs_t) {
+      r.max_abs_t = std::fabs(t);
+      r.worst = "crop " + std::to_string(c);
+    }
+  }
+  return r;
+}
+
+int stats_selftest() {
+  int failed = 0;
+  auto check = [&](bool ok, const char* what) {
+    std::printf("%s  %s\n", ok ? "ok  " : "FAIL", what);
+    failed += ok ? 0 : 1;
+  };
+  std::mt19937_64 rng(12345);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::bernoulli_distribution coin(0.5);
+
+  // Welch t against a hand-computed value: {1,2,3,4} vs {2,4,6,8}:
+  // means 2.5 / 5, variances 5/3 / 20/3, t = -2.5 / sqrt(25/12) = -1.7320508.
+  Moments a, b;
+  for (double x : {1, 2, 3, 4}) a.add(x);
+  for (double x : {2, 4, 6, 8}) b.add(x);
+  check(std::fabs(welch_t(a, b) + std::sqrt(3.0)) < 1e-12, "welch_t matches the closed form");
+  Moments c, d;
+  for (int i = 0; i < 5; ++i) { c.add(3.0); d.add(4.0); }
+  check(std::isinf(welch_t(c, d)), "constant but different classes give |t| = inf");
+  check(welch_t(c, c) == 0.0, "identical constant classes give t = 0");
+
+  // Same distribution: no test may reach 4.5 (false-positive check).
+  std::vector<Sample> same;
+  for (int i = 0; i < 200000; ++i)
+    same.push_back({static_cast<uint8_t>(coin(rng)), static_cast<float>(20.0 + normal(rng))});
+  std::vector<float> calib;
+  for (int i = 0; i < 10000; ++i) calib.push_back(static_cast<float>(20.0 + normal(rng)));
+  const auto th = crop_thresholds(calib);
+  check(th.size() == 100 && th.front() <= th.back(), "100 rising crop thresholds");
+  TestResult r = dudect_tests(same, static_cast<int64_t>(same.size()), th);
+  check(r.max_abs_t < 4.5, "same distribution: max |t| < 4.5");
+
+  // A 0.5% mean shift (a skipped tile would be tens of percent): detected.
+  std::vector<Sample> shifted;
+  for (int i = 0; i < 200000; ++i) {
+    const uint8_t k = static_cast<uint8_t>(coin(rng));
+    shifted.push_back({k, static_cast<float>(20.0 + normal(rng) + (k ? 0.1 : 0.0))});
+  }
+  r = dudect_tests(shifted, static_cast<int64_t>(shifted.size()), th);
+  check(r.max_abs_t > 4.5 && r.worst != "second-order", "mean shift detected (first order)");
+
+  // Same mean, different spread: only the second-order test sees it.
+  std::vector<Sample> spread;
+  for (int i = 0; i < 200000; ++i) {
+    const uint8_t k = static_cast<uint8_t>(coin(rng));
+    spread.push_back({k, static_cast<float>(20.0 + normal(rng) * (k ? 1.2 : 1.0))});
+  }
+  r = dudect_tests(spread, static_cast<int64_t>(spread.size()), th);
+  check(std::fabs(r.t_raw) < 4.5 && std::fabs(r.t_second) > 4.5, "variance difference: second order only");
+  check(std::fabs(quantile({1, 2, 3, 4, 5}, 0.5) - 3.0) < 1e-12, "median of 1..5 is 3");
+  std::printf("stats selftest: %d failed\n", failed);
+  return failed;
+}
+
+}  // namespace dhp::gates

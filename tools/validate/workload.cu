@@ -1,0 +1,358 @@
+#include "workload.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "harness.hpp"
+#include "leaky_control.hpp"
+
+namespace dhp::gates {
+namespace {
+
+using testing::to_bits;
+
+// ---------------------------------------------------------------------------
+// Device generators for the timing test. Counter-based (a hash of seed and
+// index), so a seed names one input set exactly and the fixed class is
+// regenerated bit for bit on every launch.
+__device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void gen_normal_kernel(uint16_t* dst, int64_t n, uint64_t seed, int bf16) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint64_t h = mix64(seed ^ mix64(static_cast<uint64_t>(i)));
+    // Box-Muller on two 24-bit uniforms; u1 in (0, 1] so the log is finite.
+    const float u1 = (static_cast<float>(h >> 40) + 1.0f) * (1.0f / 16777216.0f);
+    const float u2 = static_cast<float>((h >> 8) & 0xFFFFFF) * (1.0f / 16777216.0f);
+    const float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+    dst[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(z)) : __half_as_ushort(__float2half_rn(z));
+  }
+}
+
+constexpr int kMaxLenBatch = 64;
+struct LengthValues {
+  int32_t q[kMaxLenBatch], k[kMaxLenBatch];
+  int32_t n;
+};
+__global__ void set_lengths_kernel(int32_t* lq, int32_t* lk, LengthValues v) {
+  const int i = threadIdx.x;
+  if (i < v.n) {
+    if (lq) lq[i] = v.q[i];
+    if (lk) lk[i] = v.k[i];
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Host-side classes.
+
+float dtype_max(DType d) { return d == DType::kFloat16 ? 65504.0f : 3.3895e38f; }
+
+// Lengths that leave room for the special rows of `nan-inf-rows` (rows 0-6)
+// and for padding: in [min(8, S), S - 1].
+std::vector<int32_t> base_lengths(int64_t B, int64_t S, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int64_t lo = std::min<int64_t>(8, S), hi = std::max<int64_t>(lo, S - 1);
+  std::uniform_int_distribution<int64_t> d(lo, hi);
+  std::vector<int32_t> l(static_cast<size_t>(B));
+  for (auto& x : l) x = static_cast<int32_t>(d(rng));
+  return l;
+}
+
+std::vector<int32_t> constant_lengths(int64_t B, int64_t v) {
+  return std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(v));
+}
+
+std::vector<int32_t> out_of_range_lengths(int64_t B, int64_t S, int shift) {
+  const int64_t pattern[] = {-1, S + 1, INT_MIN, INT_MAX, -S, 2 * S};
+  std::vector<int32_t> l(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b)
+    l[b] = static_cast<int32_t>(std::clamp<int64_t>(pattern[(b + shift) % 6], INT_MIN, INT_MAX));
+  return l;
+}
+
+// Fills one [B, S, H, D] tensor by class; `row_value(b, s, h, d)` style
+// overrides are applied by the caller.
+void fill(std::vector<uint16_t>& x, int64_t n, const std::string& cls, DType dt,
+          std::mt19937_64& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> near_max(0.9f, 1.0f);
+  std::uniform_int_distribution<int> bit(0, 1);
+  x.resize(static_cast<size_t>(n));
+  const uint16_t mant_mask = dt == DType::kFloat16 ? 0x03FF : 0x007F;
+  for (int64_t i = 0; i < n; ++i) {
+    if (cls == "zeros") x[i] = 0;
+    else if (cls == "constant") x[i] = to_bits(1.5f, dt);
+    else if (cls == "huge") x[i] = to_bits((bit(rng) ? 1.0f : -1.0f) * near_max(rng) * dtype_max(dt), dt);
+    else if (cls == "tiny") {
+      // Subnormal bit patterns: exponent field 0, random non-zero mantissa, random sign.
+      const uint16_t m = static_cast<uint16_t>((rng() % mant_mask) + 1);
+      x[i] = static_cast<uint16_t>((bit(rng) ? 0x8000 : 0) | m);
+    } else x[i] = to_bits(normal(rng), dt);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+std::string Problem::describe() const {
+  static const char* kModes[] = {"none", "shared", "separate"};
+  std::ostringstream os;
+  os << (kernel == Kernel::kLeaky ? "LEAKY-CONTROL " : "") << (dtype == DType::kFloat16 ? "fp16" : "bf16")
+     << " B=" << batch << " Hq=" << heads_q << " Hkv=" << heads_kv << " Sq=" << seqlen_q
+     << " Sk=" << seqlen_k << " D=" << head_dim << (causal ? " causal" : "")
+     << " lengths=" << kModes[static_cast<int>(lengths)] << (with_lse ? " lse" : "");
+  return os.str();
+}
+
+std::string parse_problem(std::vector<std::string>& args, Problem& p) {
+  std::vector<std::string> rest;
+  bool seqlen_k_given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : std::string(); };
+    auto integer = [&](int64_t& dst) {
+      const std::string v = value();
+      char* end = nullptr;
+      dst = std::strtoll(v.c_str(), &end, 10);
+      return !v.empty() && *end == '\0';
+    };
+    bool ok = true;
+    if (a == "--dtype") {
+      const std::string v = value();
+      ok = v == "fp16" || v == "bf16";
+      p.dtype = v == "bf16" ? DType::kBFloat16 : DType::kFloat16;
+    } else if (a == "--batch") ok = integer(p.batch);
+    else if (a == "--heads") { ok = integer(p.heads_q); p.heads_kv = p.heads_q; }
+    else if (a == "--heads-kv") ok = integer(p.heads_kv);
+    else if (a == "--seqlen") { ok = integer(p.seqlen_q); if (!seqlen_k_given) p.seqlen_k = p.seqlen_q; }
+    else if (a == "--seqlen-k") { ok = integer(p.seqlen_k); seqlen_k_given = true; }
+    else if (a == "--head-dim") ok = integer(p.head_dim);
+    else if (a == "--causal") p.causal = true;
+    else if (a == "--no-lse") p.with_lse = false;
+    else if (a == "--lengths") {
+      const std::string v = value();
+      ok = v == "none" || v == "shared" || v == "separate";
+      p.lengths = v == "shared" ? LengthMode::kShared : v == "separate" ? LengthMode::kSeparate : LengthMode::kNone;
+    } else if (a == "--kernel") {
+      const std::string v = value();
+      ok = v == "shipped" || v == "leaky";
+      p.kernel = v == "leaky" ? Kernel::kLeaky : Kernel::kShipped;
+    } else rest.push_back(a);
+    if (!ok) return "bad value for " + a;
+  }
+  if (p.lengths == LengthMode::kShared && p.seqlen_q != p.seqlen_k) return "--lengths shared needs S_q == S_k";
+  if (p.batch > kMaxLenBatch) return "batch > 64 is not supported by the validation tool";
+  args = rest;
+  return "";
+}
+
+std::vector<std::string> class_names(const Problem& p) {
+  std::vector<std::string> c = {"normal", "zeros", "constant", "huge", "tiny", "one-hot", "nan-inf-rows"};
+  if (p.lengths != LengthMode::kNone) {
+    for (const char* n : {"nan-padding", "len-0", "len-1", "len-random", "len-max", "len-out-of-range"})
+      c.push_back(n);
+  }
+  if (p.lengths == LengthMode::kSeparate)
+    for (const char* n : {"lq0-lkmax", "lqmax-lk0", "lq1-lkrandom", "lqrandom-lk1"}) c.push_back(n);
+  c.push_back("normal-repeat");  // same inputs as `normal`: shows the counters are repeatable
+  return c;
+}
+
+std::vector<int32_t> random_lengths(int64_t B, int64_t S, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int64_t> d(-S / 8, S + S / 8);  // about 20% out of range
+  std::vector<int32_t> l(static_cast<size_t>(B));
+  for (auto& x : l) x = static_cast<int32_t>(d(rng));
+  return l;
+}
+
+HostInputs make_class(const Problem& p, const std::string& name, uint64_t seed) {
+  HostInputs in;
+  const bool value_class = name.rfind("len", 0) != 0 && name.rfind("lq", 0) != 0;
+  const std::string values = value_class && name != "normal-repeat" && name != "nan-padding" ? name : "normal";
+  std::mt19937_64 rng(seed);  // the same seed for every class: length classes share `normal`'s values
+  fill(in.q, p.q_elems(), values, p.dtype, rng);
+  fill(in.k, p.k_elems(), values, p.dtype, rng);
+  fill(in.v, p.k_elems(), values, p.dtype, rng);
+  const int64_t B = p.batch, Sq = p.seqlen_q, Sk = p.seqlen_k, Hq = p.heads_q, Hkv = p.heads_kv,
+                D = p.head_dim;
+  if (name == "one-hot") {
+    // Query i and key j = i mod D share one large coordinate: that key
+    // dominates the row (score A^2 * scale, the others ~0).
+    const float A = 16.0f;
+    std::normal_distribution<float> small(0.0f, 0.1f);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < std::max(Sq, Sk); ++s) {
+        for (int64_t h = 0; s < Sq && h < Hq; ++h)
+          for (int64_t d = 0; d < D; ++d)
+            in.q[((b * Sq + s) * Hq + h) * D + d] = to_bits(d == s % D ? A : 0.0f, p.dtype);
+        for (int64_t h = 0; s < Sk && h < Hkv; ++h)
+          for (int64_t d = 0; d < D; ++d)
+            in.k[((b * Sk + s) * Hkv + h) * D + d] =
+                to_bits(s < D ? (d == s ? A : 0.0f) : small(rng), p.dtype);
+      }
+  }
+  if (name == "nan-inf-rows") {
+    // Whole visible rows of NaN / +-Inf in Q, K and V (rows < 8 <= base length).
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    auto set_row = [&](std::vector<uint16_t>& x, int64_t S, int64_t H, int64_t row, float val) {
+      if (row >= S) return;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t d = 0; d < D; ++d) x[((b * S + row) * H + h) * D + d] = to_bits(val, p.dtype);
+    };
+    set_row(in.q, Sq, Hq, 0, nan);
+    set_row(in.q, Sq, Hq, 1, inf);
+    set_row(in.k, Sk, Hkv, 2, -inf);
+    set_row(in.k, Sk, Hkv, 3, nan);
+    set_row(in.v, Sk, Hkv, 4, inf);
+    set_row(in.v, Sk, Hkv, 5, -inf);
+    set_row(in.q, Sq, Hq, 6, -inf);
+  }
+  if (p.lengths == LengthMode::kNone) return in;
+
+  // Lengths. Base lengths are the same for every value class.
+  const bool shared = p.lengths == LengthMode::kShared;
+  in.lens_q = base_lengths(B, Sq, 0xB0);
+  in.lens_k = shared ? in.lens_q : base_lengths(B, Sk, 0xB1);
+  std::mt19937_64 lrng(seed ^ 0x1E45);
+  if (name == "len-0") { in.lens_q = constant_lengths(B, 0); in.lens_k = in.lens_q; }
+  else if (name == "len-1") { in.lens_q = constant_lengths(B, 1); in.lens_k = in.lens_q; }
+  else if (name == "len-max") { in.lens_q = constant_lengths(B, Sq); in.lens_k = constant_lengths(B, Sk); }
+  else if (name == "len-random") {
+    in.lens_q = random_lengths(B, Sq, lrng);
+    in.lens_k = shared ? in.lens_q : random_lengths(B, Sk, lrng);
+  } else if (name == "len-out-of-range") {
+    in.lens_q = out_of_range_lengths(B, Sq, 0);
+    in.lens_k = shared ? in.lens_q : out_of_range_lengths(B, Sk, 3);
+  } else if (name == "lq0-lkmax") { in.lens_q = constant_lengths(B, 0); in.lens_k = constant_lengths(B, Sk); }
+  else if (name == "lqmax-lk0") { in.lens_q = constant_lengths(B, Sq); in.lens_k = constant_lengths(B, 0); }
+  else if (name == "lq1-lkrandom") { in.lens_q = constant_lengths(B, 1); in.lens_k = random_lengths(B, Sk, lrng); }
+  else if (name == "lqrandom-lk1") { in.lens_q = random_lengths(B, Sq, lrng); in.lens_k = constant_lengths(B, 1); }
+  if (name == "nan-padding") {
+    // Every element beyond the secret lengths is NaN: must reach no output.
+    const uint16_t nan_bits = to_bits(std::numeric_limits<float>::quiet_NaN(), p.dtype);
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t s = in.lens_q[b]; s < Sq; ++s)
+        std::fill_n(&in.q[((b * Sq + s) * Hq) * D], Hq * D, nan_bits);
+      for (int64_t s = in.lens_k[b]; s < Sk; ++s) {
+        std::fill_n(&in.k[((b * Sk + s) * Hkv) * D], Hkv * D, nan_bits);
+        std::fill_n(&in.v[((b * Sk + s) * Hkv) * D], Hkv * D, nan_bits);
+      }
+    }
+  }
+  return in;
+}
+
+#ifndef DHP_HAVE_LEAKY_CONTROL
+// Without DHP_BUILD_LEAKY_CONTROL the control does not exist in this binary.
+bool leaky_control_compiled() { return false; }
+Status forward_leaky_control(const Params&) {
+  return Status{DHP_ERROR_UNSUPPORTED, "the leaky control is not built (configure with -DDHP_BUILD_LEAKY_CONTROL=ON)"};
+}
+#endif
+bool leaky_available() { return leaky_control_compiled(); }
+
+// ---------------------------------------------------------------------------
+// Workspace
+
+#define WS_CUDA(call)                                                                        \
+  do {                                                                                       \
+    const cudaError_t err_ = (call);                                                         \
+    if (err_ != cudaSuccess && error_.empty()) error_ = std::string(#call) + ": " + cudaGetErrorString(err_); \
+  } while (0)
+
+Workspace::Workspace(const Problem& p) : p_(p) {
+  WS_CUDA(cudaMalloc(&q_, p.q_elems() * 2));
+  WS_CUDA(cudaMalloc(&k_, p.k_elems() * 2));
+  WS_CUDA(cudaMalloc(&v_, p.k_elems() * 2));
+  WS_CUDA(cudaMalloc(&o_, p.q_elems() * 2));
+  WS_CUDA(cudaMalloc(&lse_, p.lse_elems() * 4));
+  if (p.lengths != LengthMode::kNone) {
+    WS_CUDA(cudaMalloc(&lens_q_, p.batch * 4));
+    if (p.lengths == LengthMode::kSeparate) WS_CUDA(cudaMalloc(&lens_k_, p.batch * 4));
+  }
+}
+
+Workspace::~Workspace() {
+  for (void* ptr : {q_, k_, v_, o_, static_cast<void*>(lse_), static_cast<void*>(lens_q_),
+                    static_cast<void*>(lens_k_)})
+    if (ptr) cudaFree(ptr);
+}
+
+void Workspace::upload(const HostInputs& in) {
+  WS_CUDA(cudaMemcpy(q_, in.q.data(), in.q.size() * 2, cudaMemcpyHostToDevice));
+  WS_CUDA(cudaMemcpy(k_, in.k.data(), in.k.size() * 2, cudaMemcpyHostToDevice));
+  WS_CUDA(cudaMemcpy(v_, in.v.data(), in.v.size() * 2, cudaMemcpyHostToDevice));
+  if (lens_q_) WS_CUDA(cudaMemcpy(lens_q_, in.lens_q.data(), p_.batch * 4, cudaMemcpyHostToDevice));
+  if (lens_k_) WS_CUDA(cudaMemcpy(lens_k_, in.lens_k.data(), p_.batch * 4, cudaMemcpyHostToDevice));
+}
+
+void Workspace::poison_outputs() {
+  WS_CUDA(cudaMemset(o_, 0xFF, p_.q_elems() * 2));
+  WS_CUDA(cudaMemset(lse_, 0xFF, p_.lse_elems() * 4));
+}
+
+Params Workspace::params() const {
+  Params p = make_params(p_.dtype, p_.batch, p_.seqlen_q, p_.seqlen_k, p_.heads_q, p_.heads_kv,
+                         p_.head_dim, q_, k_, v_, o_);
+  p.causal = p_.causal ? 1 : 0;
+  p.lse = p_.with_lse ? lse_ : nullptr;
+  if (p_.lengths == LengthMode::kShared) p.seqlens = lens_q_;
+  if (p_.lengths == LengthMode::kSeparate) {
+    p.seqlens_q = lens_q_;
+    p.seqlens_k = lens_k_;
+  }
+  return p;
+}
+
+Status Workspace::forward(cudaStream_t stream) {
+  if (!error_.empty()) return Status{DHP_ERROR_CUDA, error_};
+  Params p = params();
+  p.stream = stream;
+  return p_.kernel == Kernel::kLeaky ? forward_leaky_control(p) : attention_forward(p);
+}
+
+void Workspace::download(std::vector<uint16_t>& o, std::vector<uint32_t>& lse) {
+  o.resize(static_cast<size_t>(p_.q_elems()));
+  lse.resize(static_cast<size_t>(p_.lse_elems()));
+  WS_CUDA(cudaMemcpy(o.data(), o_, o.size() * 2, cudaMemcpyDeviceToHost));
+  WS_CUDA(cudaMemcpy(lse.data(), lse_, lse.size() * 4, cudaMemcpyDeviceToHost));
+}
+
+void Workspace::generate_values(uint64_t seed, cudaStream_t stream) {
+  const int bf16 = p_.dtype == DType::kBFloat16;
+  // Distinct streams of the generator per tensor.
+  gen_normal_kernel<<<1024, 256, 0, stream>>>(static_cast<uint16_t*>(q_), p_.q_elems(), seed * 3 + 0, bf16);
+  gen_normal_kernel<<<1024, 256, 0, stream>>>(static_cast<uint16_t*>(k_), p_.k_elems(), seed * 3 + 1, bf16);
+  gen_normal_kernel<<<1024, 256, 0, stream>>>(static_cast<uint16_t*>(v_), p_.k_elems(), seed * 3 + 2, bf16);
+  WS_CUDA(cudaGetLastError());
+}
+
+void Workspace::set_lengths(const std::vector<int32_t>& lq, const std::vector<int32_t>& lk,
+                            cudaStream_t stream) {
+  if (!lens_q_) return;
+  LengthValues v{};
+  v.n = static_cast<int32_t>(p_.batch);
+  for (int64_t b = 0; b < p_.batch; ++b) {
+    v.q[b] = lq[b];
+    v.k[b] = lk.empty() ? 0 : lk[b];
+  }
+  set_lengths_kernel<<<1, kMaxLenBatch, 0, stream>>>(lens_q_, lens_k_, v);
+  WS_CUDA(cudaGetLastError());
+}
+
+}  // namespace dhp::gates

@@ -1,0 +1,86 @@
+// The workload of the GPU gates: one public configuration, its device
+// buffers (allocated once, so every class and every launch uses the same
+// addresses: addresses are public, and moving them would blur a
+// comparison), the input classes of the counter differential, device-side
+// generators for the timing test, and the kernel under test (the shipped
+// one through the public API, or the test-only leaky control).
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dhp/attention.hpp"
+
+namespace dhp::gates {
+
+enum class LengthMode { kNone, kShared, kSeparate };
+enum class Kernel { kShipped, kLeaky };
+
+struct Problem {
+  DType dtype = DType::kFloat16;
+  int64_t batch = 1, heads_q = 8, heads_kv = 8, seqlen_q = 512, seqlen_k = 512, head_dim = 64;
+  bool causal = false, with_lse = true;
+  LengthMode lengths = LengthMode::kNone;
+  Kernel kernel = Kernel::kShipped;
+  std::string describe() const;
+  int64_t q_elems() const { return batch * seqlen_q * heads_q * head_dim; }
+  int64_t k_elems() const { return batch * seqlen_k * heads_kv * head_dim; }
+  int64_t lse_elems() const { return batch * heads_q * seqlen_q; }
+};
+
+// Parses the configuration flags (see `dhp_validate --help`) out of argv;
+// unknown flags are left for the caller. Returns an error message or "".
+std::string parse_problem(std::vector<std::string>& args, Problem& p);
+
+// Host-side inputs in BSHD order (16-bit patterns) and lengths.
+struct HostInputs {
+  std::vector<uint16_t> q, k, v;
+  std::vector<int32_t> lens_q, lens_k;  // empty without lengths; shared mode uses lens_q
+};
+
+// The input classes of gate 1. Value classes keep the base lengths; length
+// classes keep the `normal` values.
+std::vector<std::string> class_names(const Problem& p);
+HostInputs make_class(const Problem& p, const std::string& name, uint64_t seed);
+
+// True when the leaky control was compiled in (DHP_BUILD_LEAKY_CONTROL).
+bool leaky_available();
+
+// Device buffers of one problem.
+class Workspace {
+ public:
+  explicit Workspace(const Problem& p);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  const std::string& error() const { return error_; }
+
+  void upload(const HostInputs& in);  // Q/K/V/lengths; errors land in error()
+  void poison_outputs();              // 0xFF..: a NaN pattern no kernel writes
+  Status forward(cudaStream_t stream = nullptr);  // one launch of the kernel under test
+  // Outputs as raw bits (o in BSHD, lse [B, H, S]).
+  void download(std::vector<uint16_t>& o, std::vector<uint32_t>& lse);
+  // Timing-test preparation, enqueued on `stream` (all device-side, so the
+  // host stages nothing that a later launch could overwrite):
+  // Q/K/V from a counter-based normal generator with this seed ...
+  void generate_values(uint64_t seed, cudaStream_t stream);
+  // ... and lengths set from values passed by value (B <= 64).
+  void set_lengths(const std::vector<int32_t>& lq, const std::vector<int32_t>& lk, cudaStream_t stream);
+
+  const Problem& problem() const { return p_; }
+
+ private:
+  Problem p_;
+  void *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *o_ = nullptr;
+  float* lse_ = nullptr;
+  int32_t *lens_q_ = nullptr, *lens_k_ = nullptr;
+  std::string error_;
+  Params params() const;
+};
+
+// Random lengths in [0, S], with out-of-range values (negative, > S) mixed
+// in, as the API clamps them.
+std::vector<int32_t> random_lengths(int64_t B, int64_t S, std::mt19937_64& rng);
+
+}  // namespace dhp::gates
