@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cmath>
@@ -30,10 +31,19 @@ __device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
-__global__ void gen_normal_kernel(uint16_t* dst, int64_t n, uint64_t seed, int bf16) {
+struct GenTargets {
+  uint16_t* ptr[3];  // q, k, v
+  int64_t n[3];
+};
+// One launch fills Q, K and V (blockIdx.y picks the tensor): fewer commands
+// per timed launch, so a batch of them fits in the launch queue.
+__global__ void gen_normal_kernel(GenTargets t, uint64_t seed, int bf16) {
+  uint16_t* dst = t.ptr[blockIdx.y];
+  const int64_t n = t.n[blockIdx.y];
+  const uint64_t s = mix64(seed * 3 + blockIdx.y);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const uint64_t h = mix64(seed ^ mix64(static_cast<uint64_t>(i)));
+    const uint64_t h = mix64(s ^ mix64(static_cast<uint64_t>(i)));
     // Box-Muller on two 24-bit uniforms; u1 in (0, 1] so the log is finite.
     const float u1 = (static_cast<float>(h >> 40) + 1.0f) * (1.0f / 16777216.0f);
     const float u2 = static_cast<float>((h >> 8) & 0xFFFFFF) * (1.0f / 16777216.0f);
@@ -53,6 +63,16 @@ __global__ void set_lengths_kernel(int32_t* lq, int32_t* lk, LengthValues v) {
     if (lq) lq[i] = v.q[i];
     if (lk) lk[i] = v.k[i];
   }
+}
+
+__global__ void hold_kernel(volatile int* flags, int slot) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    if (flags[slot]) return;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < 200000000ull);
+  flags[2] = 1;
 }
 
 // ---------------------------------------------------------------------------
@@ -334,11 +354,9 @@ void Workspace::download(std::vector<uint16_t>& o, std::vector<uint32_t>& lse) {
 }
 
 void Workspace::generate_values(uint64_t seed, cudaStream_t stream) {
-  const int bf16 = p_.dtype == DType::kBFloat16;
-  // Distinct streams of the generator per tensor.
-  gen_normal_kernel<<<1024, 256, 0, stream>>>(static_cast<uint16_t*>(q_), p_.q_elems(), seed * 3 + 0, bf16);
-  gen_normal_kernel<<<1024, 256, 0, stream>>>(static_cast<uint16_t*>(k_), p_.k_elems(), seed * 3 + 1, bf16);
-  gen_normal_kernel<<<1024, 256, 0, stream>>>(static_cast<uint16_t*>(v_), p_.k_elems(), seed * 3 + 2, bf16);
+  const GenTargets t{{static_cast<uint16_t*>(q_), static_cast<uint16_t*>(k_), static_cast<uint16_t*>(v_)},
+                     {p_.q_elems(), p_.k_elems(), p_.k_elems()}};
+  gen_normal_kernel<<<dim3(512, 3), 256, 0, stream>>>(t, seed, p_.dtype == DType::kBFloat16 ? 1 : 0);
   WS_CUDA(cudaGetLastError());
 }
 
@@ -354,5 +372,32 @@ void Workspace::set_lengths(const std::vector<int32_t>& lq, const std::vector<in
   set_lengths_kernel<<<1, kMaxLenBatch, 0, stream>>>(lens_q_, lens_k_, v);
   WS_CUDA(cudaGetLastError());
 }
+
+}  // namespace dhp::gates
+
+namespace dhp::gates {
+
+StreamHold::StreamHold() {
+  void* h = nullptr;
+  if (cudaHostAlloc(&h, 4 * sizeof(int), cudaHostAllocMapped) == cudaSuccess) {
+    host_ = static_cast<volatile int*>(h);
+    for (int i = 0; i < 4; ++i) host_[i] = 0;
+    cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_), h, 0);
+  }
+}
+StreamHold::~StreamHold() {
+  if (host_) cudaFreeHost(const_cast<int*>(host_));
+}
+void StreamHold::hold(int slot, cudaStream_t stream) {
+  if (!dev_) return;
+  host_[slot] = 0;  // the previous batch of this slot has completed (the caller synchronised)
+  hold_kernel<<<1, 1, 0, stream>>>(dev_, slot);
+}
+void StreamHold::release(int slot) {
+  if (!host_) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  host_[slot] = 1;
+}
+bool StreamHold::timed_out() const { return host_ && host_[2] != 0; }
 
 }  // namespace dhp::gates

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+
 #include "dhp/attention.hpp"
 
 namespace dhp::gates {
@@ -77,6 +79,22 @@ class Workspace {
   int32_t *lens_q_ = nullptr, *lens_k_ = nullptr;
   std::string error_;
   Params params() const;
+};
+
+// Holds a stream until the host has enqueued a whole batch of timed
+// launches, so that they run back to back on the GPU: a launch that waited
+// for the host would count the host's delay in its device time. Two slots:
+// the host fills one batch while the GPU runs the other.
+class StreamHold {
+ public:
+  StreamHold();
+  ~StreamHold();
+  void hold(int slot, cudaStream_t stream);  // a kernel that spins until release(slot), or 200 ms
+  void release(int slot);
+  bool timed_out() const;  // some hold ran out: its batch may have waited for the host
+ private:
+  volatile int* host_ = nullptr;  // mapped: [0..1] release flags, [2] timeout seen
+  int* dev_ = nullptr;
 };
 
 // Random lengths in [0, S], with out-of-range values (negative, > S) mixed

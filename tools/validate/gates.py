@@ -1,0 +1,492 @@
+"""dhp-validate: runs the GPU security gates of docs/threat-model.md and judges them.
+
+  gate 1  hardware-counter differential (ncu, >= 10 input classes) and the
+          dudect timing leakage test (fixed vs random values; fixed vs random lengths)
+  gate 3  bitwise reproducibility (1000 launches) and batch invariance
+  also    compute-sanitizer memcheck / racecheck / synccheck / initcheck on small
+          configurations, and the leaky control, which must FAIL gate 1, the
+          length timing test and (when dhp-audit is built) gate 2.
+
+Writes to --out (default $OUT): validation.json, summary.md, validate.log,
+timing-hist.png, t-vs-n.png, raw.tar.gz (ncu CSVs, per-run JSON, sanitizer
+logs). Prints the summary table last. Exit 0 iff every shipped-kernel gate
+passes and every control run fails.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ncu  # noqa: E402
+
+ROOT = ncu.ROOT
+
+# Public configurations. Gate 1 covers every length mode, both dtypes, every
+# head dim, GQA, S_q != S_k and sizes that are not tile multiples.
+GATE1 = [
+    ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 2 --heads 4 --heads-kv 2 --seqlen 200 --head-dim 64 --causal --lengths separate"),
+    ("bf16 D128 shared", "--dtype bf16 --batch 2 --heads 2 --seqlen 300 --head-dim 128 --lengths shared"),
+    ("fp16 D256 causal none Sq<Sk", "--dtype fp16 --batch 1 --heads 2 --seqlen 100 --seqlen-k 300 --head-dim 256 --causal"),
+]
+CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
+SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
+LARGE = "--dtype bf16 --batch 2 --heads 16 --seqlen 2048 --head-dim 128 --lengths shared"
+# name, config, test, measurements, warm-up, expected verdict
+DUDECT = [
+    ("small values", SMALL, "values", 1_000_000, 20_000, "PASS"),
+    ("small lengths", SMALL, "lengths", 1_000_000, 20_000, "PASS"),
+    ("large values", LARGE, "values", 100_000, 2_000, "PASS"),
+    ("large lengths", LARGE, "lengths", 100_000, 2_000, "PASS"),
+]
+CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL"),
+                  ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS")]
+REPRO = [
+    ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 4 --heads 8 --heads-kv 2 --seqlen 512 --head-dim 64 --causal --lengths separate"),
+    ("bf16 D128 shared", "--dtype bf16 --batch 4 --heads 4 --seqlen 384 --head-dim 128 --lengths shared"),
+    ("fp16 D256 causal none Sq<Sk", "--dtype fp16 --batch 3 --heads 4 --seqlen 300 --seqlen-k 400 --head-dim 256 --causal"),
+]
+SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
+
+# Gated: must be identical across classes (alias, ncu metric).
+GATED = [
+    ("inst", "smsp__sass_inst_executed.sum"),
+    ("thread_inst", "smsp__sass_thread_inst_executed.sum"),
+    ("thread_inst_pred_on", "smsp__sass_thread_inst_executed_pred_on.sum"),
+    ("hw_inst", "smsp__inst_executed.sum"),
+    ("hw_thread_inst_pred_on", "smsp__thread_inst_executed_pred_on.sum"),
+    ("branch_inst", "smsp__sass_inst_executed_op_branch.sum"),
+    ("branch_targets", "smsp__sass_branch_targets.sum"),
+    ("branch_uniform", "smsp__sass_branch_targets_threads_uniform.sum"),
+    ("branch_divergent", "smsp__sass_branch_targets_threads_divergent.sum"),
+    ("gld_inst", "smsp__sass_inst_executed_op_global_ld.sum"),
+    ("gst_inst", "smsp__sass_inst_executed_op_global_st.sum"),
+    ("lld_inst", "smsp__sass_inst_executed_op_local_ld.sum"),
+    ("lst_inst", "smsp__sass_inst_executed_op_local_st.sum"),
+    ("sld_inst", "smsp__sass_inst_executed_op_shared_ld.sum"),
+    ("sst_inst", "smsp__sass_inst_executed_op_shared_st.sum"),
+    ("ldsm_inst", "smsp__sass_inst_executed_op_ldsm.sum"),
+    ("ldgsts_inst", "smsp__sass_inst_executed_op_ldgsts.sum"),
+    ("l1_gld_req", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+    ("l1_gld_sec", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+    ("l1_gst_req", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+    ("l1_gst_sec", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+    ("l1_ldgsts_req", "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"),
+    ("l1_ldgsts_sec", "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"),
+    ("l1_lld_req", "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum"),
+    ("l1_lld_sec", "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"),
+    ("l1_lst_req", "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"),
+    ("l1_lst_sec", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"),
+    ("smem_ld_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"),
+    ("smem_st_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"),
+    ("smem_ld_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"),
+    ("smem_st_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+    ("l2_rd_req", "lts__t_requests_srcunit_tex_op_read.sum"),
+    ("l2_rd_sec", "lts__t_sectors_srcunit_tex_op_read.sum"),
+    ("l2_wr_req", "lts__t_requests_srcunit_tex_op_write.sum"),
+    ("l2_wr_sec", "lts__t_sectors_srcunit_tex_op_write.sum"),
+    ("tma_ld_inst", "smsp__inst_executed_op_tma_ld.sum"),
+    ("tma_ld_bytes", "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"),
+    ("grid", "launch__grid_size"),
+    ("block", "launch__block_size"),
+    ("regs", "launch__registers_per_thread"),
+    ("smem_dyn", "launch__shared_mem_per_block_dynamic"),
+]
+# Reported, not gated: they depend on cache and DRAM state shared with others.
+REPORTED = [("duration_ns", "gpu__time_duration.sum"), ("dram_rd_bytes", "dram__bytes_read.sum"),
+            ("dram_wr_bytes", "dram__bytes_write.sum"), ("l2_hit_pct", "lts__t_sector_hit_rate.pct")]
+
+
+def slug(name):
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+# ---------------------------------------------------------------------------
+# Judging (pure functions: tested by --selftest without a GPU)
+
+def judge_counters(rows, classes, metrics):
+    """rows: ncu raw rows in launch order; classes: names in the same order.
+    A gated metric passes when every class has the same value; it is `noisy`
+    when even the repeat of the first class differs (the counter is not
+    repeatable, so no verdict can rest on it: that fails too)."""
+    if not rows or len(rows) != len(classes):
+        return {"verdict": "ERROR", "why": f"{len(rows)} profiled launches for {len(classes)} classes", "metrics": {}}
+    table, gated, differing = {}, {}, []
+    rep = classes.index("normal-repeat") if "normal-repeat" in classes else None
+    for alias, metric in GATED + REPORTED:
+        if metric not in rows[0]:
+            continue
+        vals = [r[metric] for r in rows]
+        table[alias] = vals
+        if (alias, metric) in REPORTED:
+            continue
+        if rep is not None and vals[rep] != vals[0]:
+            gated[alias] = "noisy"
+        elif len(set(map(str, vals))) == 1:
+            gated[alias] = "identical"
+        else:
+            gated[alias] = "differs"
+        if gated[alias] != "identical":
+            by_value = {}
+            for c, v in zip(classes, vals):
+                by_value.setdefault(str(v), []).append(c)
+            differing.append({"metric": alias, "state": gated[alias], "values": by_value})
+    verdict = "PASS" if gated and not differing else ("FAIL" if gated else "ERROR")
+    return {"verdict": verdict, "metrics": gated, "table": table, "differing": differing,
+            "why": "" if gated else "no gated metric was collected"}
+
+
+def counter_table_md(res):
+    classes, table = res["classes"], res.get("table", {})
+    head = "| metric | " + " | ".join(f"c{i}" for i in range(len(classes))) + " | verdict |"
+    lines = [head, "|" + "---|" * (len(classes) + 2)]
+    for alias, vals in table.items():
+        state = res["metrics"].get(alias, "reported")
+        base = str(vals[0])
+        cells = [str(v) if str(v) == base or state == "reported" else f"**{v}**" for v in vals]
+        lines.append(f"| {alias} | " + " | ".join(cells) + f" | {state} |")
+    legend = ", ".join(f"c{i} = {c}" for i, c in enumerate(classes))
+    return "\n".join(lines) + f"\n\nClasses: {legend}.\n"
+
+
+def verdict_row(gate, config, expected, result, detail=""):
+    return {"gate": gate, "config": config, "expected": expected, "result": result,
+            "ok": result == expected, "detail": detail}
+
+
+# ---------------------------------------------------------------------------
+# Steps (each appends rows to ctx.rows and its record to ctx.report)
+
+class Ctx:
+    def __init__(self, args):
+        self.args = args
+        self.out = Path(args.out)
+        self.raw = Path(args.build_dir) / "validate-raw"
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.raw.mkdir(parents=True, exist_ok=True)
+        self.log = self.out / "validate.log"
+        self.report = {"device": "", "steps": {}}
+        self.rows = []
+        self.exe = None
+        self.scale = 0.01 if args.quick else 1.0
+
+    def say(self, msg):
+        print(msg, flush=True)
+        with open(self.log, "a") as f:
+            f.write(msg + "\n")
+
+
+def step_counters(ctx):
+    known = ncu.available_metrics(ctx.raw / "ncu-query-metrics.txt")
+    metrics, dropped = ncu.usable([m for _, m in GATED + REPORTED], known)
+    ctx.say(f"gate 1 counters: {len(metrics)} metrics ({len(dropped)} unknown to this ncu: {', '.join(dropped) or '-'})")
+    runs = [(n, c, "PASS") for n, c in GATE1]
+    if ctx.args.control:
+        runs.append((CONTROL_GATE1, "--kernel leaky " + GATE1[0][1], "FAIL"))
+    recs = []
+    for name, cfg, expect in runs:
+        csvp, jsonp = ctx.raw / f"ncu-{slug(name)}.csv", ctx.raw / f"classes-{slug(name)}.json"
+        csvp.unlink(missing_ok=True)
+        jsonp.unlink(missing_ok=True)
+        rc, out = ncu.profile([ctx.exe, "classes", *cfg.split(), "--out", jsonp], metrics, csvp, ctx.log)
+        classes = json.loads(jsonp.read_text())["classes"] if jsonp.exists() else []
+        rows = ncu.parse_raw_csv(csvp.read_text()) if csvp.exists() else []
+        res = judge_counters(rows, [c["name"] for c in classes], metrics)
+        res.update(name=name, config=cfg, expected=expect, dropped=dropped, classes=[c["name"] for c in classes],
+                   unwritten=sum(c["unwritten"] for c in classes), exit=rc)
+        if rc not in (0, 1) and res["verdict"] != "ERROR":
+            res["verdict"], res["why"] = "ERROR", f"runner exit {rc}"
+        if res["unwritten"]:
+            res["verdict"], res["why"] = "FAIL", f"{res['unwritten']} output elements unwritten (G4)"
+        detail = res.get("why") or f"{len(res['metrics'])} gated metrics x {len(classes)} classes"
+        if res.get("differing"):
+            detail = "differ: " + ", ".join(d["metric"] for d in res["differing"][:6])
+        ctx.rows.append(verdict_row("1 counters", name, expect, res["verdict"], detail))
+        ctx.say(f"  {name}: {res['verdict']} ({detail})")
+        recs.append(res)
+    ctx.report["steps"]["counters"] = recs
+
+
+def step_dudect(ctx):
+    runs = list(DUDECT) + (list(CONTROL_DUDECT) if ctx.args.control else [])
+    recs = []
+    for name, cfg, test, n, warm, expect in runs:
+        n, warm = max(2000, int(n * ctx.scale)), max(500, int(warm * ctx.scale))
+        jsonp = ctx.raw / f"dudect-{slug(name)}.json"
+        jsonp.unlink(missing_ok=True)
+        t0 = time.time()
+        rc, out = ncu.run([ctx.exe, "dudect", *cfg.split(), "--test", test, "--measurements", n, "--warmup", warm,
+                           "--calib", max(1000, n // 100), "--out", jsonp], ctx.log, timeout=400)
+        rec = json.loads(jsonp.read_text()) if jsonp.exists() and rc in (0, 1) else {"pass": None}
+        result = "ERROR" if rec["pass"] is None else ("PASS" if rec["pass"] else "FAIL")
+        rec.update(name=name, expected=expect, result=result, seconds=round(time.time() - t0, 1))
+        fin = rec.get("curve", [{}])[-1]
+        if "classes" in rec:
+            detail = (f"n={fin.get('n')} max|t|={float(fin.get('max_abs_t', 0)):.2f} ({fin.get('worst')}), "
+                      f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us"
+                      + (", HOST-STARVED batches" if rec.get("host_starved") else ""))
+        else:
+            detail = (out.strip().splitlines() or [f"exit {rc}"])[-1][:160]
+        ctx.rows.append(verdict_row(f"1 timing ({test})", name, expect, result, detail))
+        ctx.say(f"  dudect {name}: {result} {detail} [{rec['seconds']} s]")
+        recs.append(rec)
+        ctx.report["steps"]["dudect"] = recs
+        ctx.checkpoint()
+
+
+def step_repro(ctx):
+    recs = []
+    launches = max(20, int(1000 * ctx.scale)) if ctx.args.quick else 1000
+    for name, cfg in REPRO:
+        jsonp = ctx.raw / f"repro-{slug(name)}.json"
+        jsonp.unlink(missing_ok=True)
+        rc, out = ncu.run([ctx.exe, "repro", *cfg.split(), "--launches", launches, "--out", jsonp], ctx.log, timeout=300)
+        rec = json.loads(jsonp.read_text()) if jsonp.exists() and rc in (0, 1) else {"pass": None}
+        result = "ERROR" if rec["pass"] is None else ("PASS" if rec["pass"] else "FAIL")
+        rec.update(name=name, result=result)
+        bad = [c for c in rec.get("batch_cases", []) if c["differing_o"] or c["differing_lse"]]
+        detail = (f"{rec.get('launches')} launches, {rec.get('mismatched_launches')} differ; "
+                  f"{len(rec.get('batch_cases', [])) - len(bad)}/{len(rec.get('batch_cases', []))} batch placements identical")
+        ctx.rows.append(verdict_row("3 repro+batch", name, "PASS", result, detail))
+        ctx.say(f"  repro {name}: {result} ({detail})")
+        recs.append(rec)
+    ctx.report["steps"]["repro"] = recs
+
+
+def step_sanitize(ctx):
+    recs = []
+    for tool in SANITIZERS:
+        logp = ctx.raw / f"sanitize-{tool}.txt"
+        rc, out = ncu.run(["compute-sanitizer", "--tool", tool, "--error-exitcode", "99", ctx.exe, "sanitize"],
+                          None, timeout=400)
+        logp.write_text(out)
+        m = re.search(r"(ERROR|RACECHECK) SUMMARY: (\d+) (error|hazard)", out)
+        errors = int(m.group(2)) if m else None
+        result = "PASS" if rc == 0 and errors == 0 else ("ERROR" if errors is None else "FAIL")
+        detail = m.group(0) if m else f"exit {rc}, no summary line"
+        ctx.rows.append(verdict_row("sanitizer", tool, "PASS", result, detail))
+        ctx.say(f"  compute-sanitizer {tool}: {result} ({detail})")
+        recs.append({"tool": tool, "result": result, "exit": rc, "summary": detail})
+    ctx.report["steps"]["sanitize"] = recs
+
+
+def step_audit(ctx):
+    """Gate 2 on the control: only when tools/audit provides a dhp-audit target."""
+    if not (ROOT / "tools" / "audit" / "CMakeLists.txt").exists():
+        ctx.say("  gate 2 (dhp-audit): not available in this tree yet; recorded by the audit work (issue 3)")
+        ctx.report["steps"]["audit"] = {"result": "not available"}
+        return
+    ncu.run(["cmake", "--build", ctx.args.build_dir, "--target", "dhp-audit"], ctx.log)
+    exe = next(iter(Path(ctx.args.build_dir).rglob("dhp-audit")), None)
+    obj = next(iter(Path(ctx.args.build_dir).rglob("leaky_control.cu.o")), None)
+    recs = {}
+    # The shipped library's audit is gate 2 itself (issue 3); here only the
+    # control, which must be flagged.
+    for name, target, expect in (("control", obj, "FAIL"),):
+        if exe is None or target is None:
+            recs[name] = {"result": "not available", "why": "dhp-audit or the target binary is missing"}
+            ctx.say(f"  dhp-audit {name}: not available (no dhp-audit target in this tree; recorded by the audit work, issue 3)")
+            continue
+        rc, out = ncu.run([exe, "--json", target], ctx.log, timeout=300)
+        result = {0: "PASS", 1: "FAIL"}.get(rc, "ERROR")
+        (ctx.raw / f"audit-{slug(name)}.json").write_text(out)
+        recs[name] = {"result": result, "exit": rc}
+        ctx.rows.append(verdict_row("2 SASS audit", name, expect, result, f"dhp-audit exit {rc}"))
+        ctx.say(f"  dhp-audit {name}: {result} (exit {rc})")
+    ctx.report["steps"]["audit"] = recs
+
+
+def step_profile(ctx):
+    rec = ncu.perf_profile(ctx.exe, LARGE, ctx.raw / "ncu-profile-large.csv", ctx.log)
+    (ctx.out / "ncu-profile.txt").write_text(ncu.perf_text(LARGE, rec))
+    ctx.report["steps"]["profile"] = {"config": LARGE, "metrics": rec}
+    ctx.say(ncu.perf_text(LARGE, rec))
+
+
+STEPS = {"counters": step_counters, "repro": step_repro, "sanitize": step_sanitize,
+         "dudect": step_dudect, "audit": step_audit, "profile": step_profile}
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+def summary_md(ctx):
+    r, out = ctx.report, []
+    out.append(f"# dhp-validate report\n\ndevice: {r['device']}\n")
+    out.append("## Verdicts\n\n| gate | configuration | expected | result | ok | detail |\n|---|---|---|---|---|---|")
+    for v in ctx.rows:
+        out.append(f"| {v['gate']} | {v['config']} | {v['expected']} | {v['result']} | {'yes' if v['ok'] else '**NO**'} | {v['detail']} |")
+    for res in r["steps"].get("counters", []):
+        out.append(f"\n## Gate 1 counters: {res['name']} — {res['verdict']}\n\n`{res['config']}`\n")
+        if res.get("table"):
+            out.append(counter_table_md(res))
+        for d in res.get("differing", []):
+            out.append(f"- {d['metric']} ({d['state']}): " + "; ".join(f"{v}: {', '.join(c)}" for v, c in d["values"].items()))
+    if r["steps"].get("dudect"):
+        out.append("\n## Timing leakage test (dudect)\n\n| run | configuration | test | n | max abs t | worst test | t raw | t 2nd order | median fixed / random (us) | result |\n|---|---|---|---|---|---|---|---|---|---|")
+        for d in r["steps"]["dudect"]:
+            if "curve" not in d:
+                out.append(f"| {d['name']} | | | | | | | | | {d['result']} |")
+                continue
+            f = d["curve"][-1]
+            out.append(f"| {d['name']} | {d['problem']} | {d['test']} | {f['n']} | {float(f['max_abs_t']):.2f} | {f['worst']} | "
+                       f"{float(f['t_raw']):.2f} | {float(f['t_second']):.2f} | {d['classes'][0]['median_us']:.3f} / "
+                       f"{d['classes'][1]['median_us']:.3f} | {d['result']} |")
+    if r["steps"].get("repro"):
+        out.append("\n## Gate 3: reproducibility and batch invariance\n\n| configuration | launches | differing launches | batch placements (B, position, neighbours: differing o / lse) | result |\n|---|---|---|---|---|")
+        for d in r["steps"]["repro"]:
+            cases = "; ".join(f"{c['batch']},{c['position']},{c['neighbours']}: {c['differing_o']}/{c['differing_lse']}"
+                              for c in d.get("batch_cases", []))
+            out.append(f"| {d.get('problem', d['name'])} | {d.get('launches')} | {d.get('mismatched_launches')} | {cases} | {d['result']} |")
+    if r["steps"].get("sanitize"):
+        out.append("\n## compute-sanitizer (`dhp_validate sanitize`: 5 small configurations)\n\n| tool | summary | result |\n|---|---|---|")
+        for d in r["steps"]["sanitize"]:
+            out.append(f"| {d['tool']} | {d['summary']} | {d['result']} |")
+    return "\n".join(out) + "\n"
+
+
+def plots(ctx):
+    runs = [d for d in ctx.report["steps"].get("dudect", []) if "curve" in d]
+    if not runs:
+        return
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        ctx.say("matplotlib missing: no plots")
+        return
+    cols = min(3, len(runs))
+    rows = (len(runs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.4 * rows), squeeze=False)
+    for ax, d in zip(axes.flat, runs):
+        lo, hi = d["hist_range_us"]
+        bins = len(d["classes"][0]["hist"])
+        edges = [lo + (hi - lo) * i / bins for i in range(bins + 1)]
+        for c in d["classes"]:
+            ax.stairs(c["hist"], edges, label=f"{c['name']} (n={c['n']})")
+        ax.set_title(f"{d['name']}: {d['result']}", fontsize=9)
+        ax.set_xlabel("device time per launch (us)")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(runs):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(ctx.out / "timing-hist.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for d in runs:
+        ns = [c["n"] for c in d["curve"]]
+        ts = [max(float(c["max_abs_t"]), 1e-3) if c["max_abs_t"] not in ("inf", "nan") else 1e6 for c in d["curve"]]
+        ax.plot(ns, ts, marker="o", ms=3, label=d["name"])
+    ax.axhline(4.5, color="k", ls="--", lw=1, label="|t| = 4.5")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measurements")
+    ax.set_ylabel("max |t| (raw, 100 crops, 2nd order)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(ctx.out / "t-vs-n.png", dpi=110)
+    plt.close(fig)
+
+
+def final_table(rows):
+    w = [max(len(str(r[k])) for r in rows + [{"gate": "gate", "config": "configuration", "expected": "expected", "result": "result"}])
+         for k in ("gate", "config", "expected", "result")]
+    line = lambda a, b, c, d, e: f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d:<{w[3]}}  {e}"
+    text = [line("gate", "configuration", "expected", "result", "ok")]
+    text += [line(r["gate"], r["config"], r["expected"], r["result"], "yes" if r["ok"] else "NO") for r in rows]
+    return "\n".join(text)
+
+
+def write_outputs(ctx):
+    ctx.report["verdicts"] = ctx.rows
+    ctx.report["all_ok"] = bool(ctx.rows) and all(r["ok"] for r in ctx.rows)
+    (ctx.out / "validation.json").write_text(json.dumps(ctx.report, indent=1, default=str))
+    (ctx.out / "summary.md").write_text(summary_md(ctx))
+    with tarfile.open(ctx.out / "raw.tar.gz", "w:gz") as t:
+        t.add(ctx.raw, arcname="raw")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="dhp-validate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.environ.get("OUT") or "validate-out")
+    ap.add_argument("--build-dir", default=str(ROOT / "build" / "validate-gpu"))
+    ap.add_argument("--steps", default="counters,repro,sanitize,dudect,audit,profile",
+                    help="comma-separated subset of: " + ",".join(STEPS))
+    ap.add_argument("--no-control", dest="control", action="store_false", help="skip the leaky-control runs")
+    ap.add_argument("--quick", action="store_true", help="1/100 of the timing measurements (a dry run, not a verdict)")
+    ap.add_argument("--selftest", action="store_true", help="check the judging logic on synthetic data (no GPU)")
+    args = ap.parse_args(argv)
+    if args.selftest:
+        return selftest()
+    ctx = Ctx(args)
+    ctx.checkpoint = lambda: write_outputs(ctx)
+    t0 = time.time()
+    rc, smi = ncu.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm", "--format=csv,noheader"])
+    ctx.report["device"] = smi.strip() if rc == 0 else "no nvidia-smi"
+    ctx.say(f"device: {ctx.report['device']}")
+    ctx.exe = ncu.build(args.build_dir, ctx.log, leaky=args.control)
+    ctx.say(f"build: {'ok' if ctx.exe else 'FAILED (see validate.log)'} [{time.time() - t0:.0f} s]")
+    if ctx.exe is None:
+        write_outputs(ctx)
+        return 2
+    for name in args.steps.split(","):
+        t = time.time()
+        ctx.say(f"== {name}")
+        try:
+            STEPS[name](ctx)
+        except Exception as e:  # a broken step must not hide the others' results
+            ctx.rows.append(verdict_row(name, "-", "PASS", "ERROR", repr(e)[:200]))
+            ctx.say(f"  {name}: ERROR {e!r}")
+        ctx.say(f"   [{name}: {time.time() - t:.0f} s, total {time.time() - t0:.0f} s]")
+        write_outputs(ctx)
+    plots(ctx)
+    write_outputs(ctx)
+    ctx.say("\n== summary (expected: shipped kernel PASS, leaky control FAIL)\n" + final_table(ctx.rows))
+    ctx.say(f"overall: {'ALL GATES AS EXPECTED' if ctx.report['all_ok'] else 'NOT AS EXPECTED'} [{time.time() - t0:.0f} s]")
+    return 0 if ctx.report["all_ok"] else 1
+
+
+# ---------------------------------------------------------------------------
+
+def selftest():
+    """The judging logic on synthetic data: a leaky counter table must fail,
+    a clean one pass, a non-repeatable counter must not pass."""
+    failed = 0
+
+    def check(ok, what):
+        nonlocal failed
+        print(("ok    " if ok else "FAIL  ") + what)
+        failed += 0 if ok else 1
+
+    inst, br = GATED[0][1], GATED[6][1]
+    header = '"ID","Process ID","Kernel Name","' + inst + '","' + br + '","' + REPORTED[0][1] + '"'
+    units = '"","","","inst","","nsecond"'
+    def csv_text(values):
+        rows = [f'"{i}","77","void attention_forward_sm80<T>(Args)","{a:,}","{b}","{1000 + i}"' for i, (a, b) in enumerate(values)]
+        return "==PROF== Connected\n" + "\n".join([header, units] + rows) + "\n"
+    classes = ["normal", "zeros", "len-0", "normal-repeat"]
+    rows = ncu.parse_raw_csv(csv_text([(1234567, 8)] * 4))
+    check(len(rows) == 4 and rows[0][inst] == 1234567, "raw CSV parsed (units row skipped, thousands separators)")
+    res = judge_counters(rows, classes, None)
+    check(res["verdict"] == "PASS" and "duration_ns" in res["table"], "identical counters pass; duration reported only")
+    res = judge_counters(ncu.parse_raw_csv(csv_text([(1234567, 8), (1234567, 8), (1000000, 7), (1234567, 8)])), classes, None)
+    check(res["verdict"] == "FAIL" and {d["metric"] for d in res["differing"]} == {"inst", "branch_targets"},
+          "a class with fewer instructions and branches (the leaky control's signature) fails")
+    check("len-0" in res["differing"][0]["values"]["1000000"], "the differing class is named")
+    res = judge_counters(ncu.parse_raw_csv(csv_text([(5, 8), (5, 8), (5, 8), (6, 8)])), classes, None)
+    check(res["verdict"] == "FAIL" and res["differing"][0]["state"] == "noisy", "a non-repeatable counter is noisy, not a pass")
+    res = judge_counters(rows[:3], classes, None)
+    check(res["verdict"] == "ERROR", "a missing launch is an error")
+    check("**" in counter_table_md(dict(judge_counters(ncu.parse_raw_csv(csv_text([(1, 1), (2, 1), (1, 1), (1, 1)])), classes, None),
+                                         classes=classes)), "the table marks differing cells")
+    check(ncu.usable(["a__b.sum", "launch__grid_size", "c__d.sum"], {"a__b"}) == (["a__b.sum", "launch__grid_size"], ["c__d.sum"]),
+          "metrics unknown to ncu are dropped and listed")
+    print(f"report selftest: {'PASS' if not failed else 'FAIL'}")
+    return 1 if failed else 0
