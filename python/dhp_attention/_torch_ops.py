@@ -1,0 +1,82 @@
+"""The PyTorch operator torch.ops.dhp.attention (torch.library.custom_op).
+
+The fake implementation runs the same checks as the real one and allocates
+outputs of the same shapes and strides, so torch.compile(fullgraph=True)
+traces calls without graph breaks and reports bad arguments at trace time.
+The operator runs on the current CUDA stream of the inputs' device.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import _core
+
+_LSE_EMPTY = (0,)  # lse when not requested: an op must return the same number of tensors every time
+
+
+def _infos(q, k, v, seqlens, seqlens_q, seqlens_k, with_ptr):
+    f = _core.torch_info
+    opt = lambda t: None if t is None else f(t, with_ptr)  # noqa: E731
+    return f(q, with_ptr), f(k, with_ptr), f(v, with_ptr), opt(seqlens), opt(seqlens_q), opt(seqlens_k)
+
+
+def _outputs(p: _core.Problem, layout: str, return_lse: bool, device) -> tuple[Tensor, Tensor]:
+    """Outputs in BSHD memory order for both layouts: for "bhsd" the result is a
+    [B, H, S, D] tensor with BSHD strides, as SDPA's flash backend returns, so
+    that the (B, S, H*D) reshape every model does next is free."""
+    B, S, H, D = p.batch, p.seqlen_q, p.heads_q, p.head_dim
+    if layout == "bshd":
+        o = torch.empty((B, S, H, D), dtype=_DTYPES[p.dtype], device=device)
+    else:
+        o = torch.empty_strided((B, H, S, D), (S * H * D, D, H * D, 1), dtype=_DTYPES[p.dtype], device=device)
+    lse_shape = (B, H, S) if return_lse else _LSE_EMPTY
+    return o, torch.empty(lse_shape, dtype=torch.float32, device=device)
+
+
+_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+try:  # the raw handle without building a torch.cuda.Stream object (what inductor uses)
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+except AttributeError:  # pragma: no cover - other torch builds
+    def _raw_stream(index):
+        return torch.cuda.current_stream(index).cuda_stream
+
+
+@torch.library.custom_op("dhp::attention", mutates_args=())
+def attention_op(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], seqlens_q: Optional[Tensor],
+                 seqlens_k: Optional[Tensor], causal: bool, scale: Optional[float], return_lse: bool,
+                 layout: str) -> tuple[Tensor, Tensor]:
+    """softmax(q kᵀ · scale) v; returns (o, lse), lse empty unless return_lse."""
+    qi, ki, vi, si, sqi, ski = _infos(q, k, v, seqlens, seqlens_q, seqlens_k, True)
+    p = _core.check(qi, ki, vi, layout=layout, causal=causal, scale=scale, seqlens=si, seqlens_q=sqi,
+                    seqlens_k=ski)
+    o, lse = _outputs(p, layout, return_lse, q.device)
+    _core.launch(p, qi, ki, vi, o.data_ptr(), _core.check_out(_core.torch_info(o), p, qi, layout, "o"),
+                 lse_ptr=lse.data_ptr() if return_lse else 0, causal=causal, scale=scale, seqlens=si,
+                 seqlens_q=sqi, seqlens_k=ski, stream=_raw_stream(q.device.index))
+    return o, lse
+
+
+@attention_op.register_fake
+def _(q, k, v, seqlens, seqlens_q, seqlens_k, causal, scale, return_lse, layout):
+    qi, ki, vi, si, sqi, ski = _infos(q, k, v, seqlens, seqlens_q, seqlens_k, False)
+    p = _core.check(qi, ki, vi, layout=layout, causal=causal, scale=scale, seqlens=si, seqlens_q=sqi,
+                    seqlens_k=ski, fake=True)
+    return _outputs(p, layout, return_lse, q.device)
+
+
+def _setup_context(ctx, inputs, output):
+    pass
+
+
+def _backward(ctx, grad_o, grad_lse):
+    # The library implements the forward pass only; say so instead of
+    # returning wrong (zero) gradients.
+    raise NotImplementedError("dhp_attention: the backward pass is not implemented (forward/inference only); "
+                              "run under torch.no_grad() or torch.inference_mode()")
+
+
+attention_op.register_autograd(_backward, setup_context=_setup_context)

@@ -1,0 +1,1 @@
+"""Framework integrations (Hugging Face transformers: integrations.transformers)."""

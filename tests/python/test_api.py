@@ -1,0 +1,169 @@
+"""Import and argument tests: run on any machine (no GPU, with or without
+PyTorch). Bad arguments must raise TypeError/ValueError naming the argument,
+before anything is launched: the fake arrays below carry made-up device
+addresses, so a launch would fault; every case here is rejected first."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dhp_attention
+from dhp_attention import _core
+from conftest import HAS_CUDA, needs_torch, torch
+
+
+class FakeCudaArray:
+    """An array that only describes itself through __cuda_array_interface__."""
+
+    _next = 0x7F0000000000
+
+    def __init__(self, shape, typestr="<f2", strides=None, ptr=None):
+        itemsize = int(typestr[2:])
+        if ptr is None:
+            FakeCudaArray._next += 1 << 30
+            ptr = FakeCudaArray._next
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": typestr, "data": (ptr, False), "version": 3,
+            "strides": None if strides is None else tuple(s * itemsize for s in strides)}
+
+
+def qkv(B=2, Sq=64, Sk=64, Hq=8, Hkv=8, D=64, typestr="<f2"):
+    return (FakeCudaArray((B, Sq, Hq, D), typestr), FakeCudaArray((B, Sk, Hkv, D), typestr),
+            FakeCudaArray((B, Sk, Hkv, D), typestr), FakeCudaArray((B, Sq, Hq, D), typestr))
+
+
+def lengths(B=2, typestr="<i4"):
+    return FakeCudaArray((B,), typestr)
+
+
+def raises(exc, match, fn, *args, **kw):
+    with pytest.raises(exc, match=match):
+        fn(*args, **kw)
+
+
+def test_import_and_version():
+    assert isinstance(dhp_attention.__version__, str) and dhp_attention.__version__
+    assert dhp_attention.HEAD_DIMS == (64, 128, 256) and dhp_attention.LAYOUTS == ("bshd", "bhsd")
+    assert isinstance(dhp_attention.is_available(), bool)
+
+
+def test_compiled_module_loads():
+    assert _core._C is not None, f"dhp_attention._C did not load: {_core._C_ERROR}"
+    assert _core._C.device_count() >= 0
+
+
+@pytest.mark.parametrize("case, exc, match", [
+    (dict(q="not an array"), TypeError, r"^q: expected a CUDA tensor"),
+    (dict(k=[1, 2, 3]), TypeError, r"^k: expected a CUDA tensor"),
+    (dict(q=np.ones((2, 64, 8, 64), np.float16)), ValueError, r"^q: must be on a CUDA device, got cpu"),
+    (dict(dtype="<f4"), TypeError, r"^q: dtype must be float16 or bfloat16, got float32"),
+    (dict(k=FakeCudaArray((2, 64, 8, 64), "<f4")), TypeError, r"^k: dtype must match q's \(float16\)"),
+    (dict(layout="sbhd"), ValueError, r"^layout: must be 'bshd' or 'bhsd'"),
+    (dict(q=FakeCudaArray((2, 64, 512))), ValueError, r"^q: must be 4-dimensional"),
+    (dict(D=96), ValueError, r"^q: head_dim \(last dimension\) must be 64, 128 or 256, got 96"),
+    (dict(Hq=6, Hkv=4), ValueError, r"^q: number of heads \(6\) must be a multiple of k's \(4\)"),
+    (dict(v=FakeCudaArray((2, 32, 8, 64))), ValueError, r"^v: shape must equal k's"),
+    (dict(k=FakeCudaArray((3, 64, 8, 64))), ValueError, r"^k: batch and head_dim must equal q's"),
+    (dict(q=FakeCudaArray((2, 64, 8, 64), strides=(64 * 8 * 128, 8 * 128, 128, 2))), ValueError,
+     r"^q: the last dimension \(head_dim\) must be contiguous"),
+    (dict(causal=1), TypeError, r"^causal: must be a bool"),
+    (dict(scale=float("nan")), ValueError, r"^scale: must be finite and > 0"),
+    (dict(scale=-0.5), ValueError, r"^scale: must be finite and > 0"),
+    (dict(scale="0.1"), TypeError, r"^scale: must be a float or None"),
+    (dict(seqlens=lengths(typestr="<i8")), TypeError, r"^seqlens: dtype must be int32, got int64"),
+    (dict(seqlens_k=np.array([3, 4], np.int32)), ValueError, r"^seqlens_k: must be on a CUDA device"),
+    (dict(seqlens_q=lengths(B=3)), ValueError, r"^seqlens_q: must have shape \(B,\) = \(2,\), got \(3,\)"),
+    (dict(seqlens=lengths(), seqlens_k=lengths()), ValueError, r"^seqlens: cannot be combined"),
+    (dict(Sk=128, seqlens=lengths()), ValueError, r"^seqlens: shared lengths require equal query and key"),
+    (dict(out=FakeCudaArray((2, 64, 8, 128))), ValueError, r"^out: shape must equal q's"),
+    (dict(out=FakeCudaArray((2, 64, 8, 64), "<f4")), TypeError, r"^out: dtype must match q's"),
+    (dict(lse=FakeCudaArray((2, 8, 64), "<f2")), TypeError, r"^lse: dtype must be float32"),
+    (dict(lse=FakeCudaArray((2, 64, 8), "<f4")), ValueError, r"^lse: shape must be \(B, H_q, S_q\)"),
+    (dict(stream="default"), TypeError, r"^stream: must be an int"),
+])
+def test_argument_errors_name_the_argument(case, exc, match):
+    B, Sq, Sk, Hq, Hkv, D = 2, case.pop("Sq", 64), case.pop("Sk", 64), case.pop("Hq", 8), case.pop("Hkv", 8), \
+        case.pop("D", 64)
+    q, k, v, out = qkv(B, Sq, Sk, Hq, Hkv, D, case.pop("dtype", "<f2"))
+    args = dict(q=q, k=k, v=v, out=out)
+    args.update({n: case.pop(n) for n in list(case) if n in args})
+    raises(exc, match, dhp_attention.attention_into, args["q"], args["k"], args["v"], args["out"], **case)
+
+
+@pytest.mark.parametrize("case, match", [
+    # Rules only the library knows: its validation runs before any launch.
+    (dict(q=FakeCudaArray((2, 64, 8, 64), ptr=0x7E0000000002)), r"q: pointer must be 16-byte aligned"),
+    (dict(k=FakeCudaArray((2, 64, 8, 64), strides=(64 * 516, 516, 64, 1))), r"k_stride_seq: must be a multiple of 8"),
+    (dict(out=FakeCudaArray((2, 64, 8, 64), strides=(64 * 512, 0, 64, 1))), r"o_stride_seq: output rows overlap"),
+])
+def test_library_validation_runs_before_launch(case, match):
+    q, k, v, out = qkv()
+    args = dict(q=q, k=k, v=v, out=out)
+    args.update(case)
+    raises(ValueError, match, dhp_attention.attention_into, args["q"], args["k"], args["v"], args["out"])
+
+
+def test_bhsd_layout_reads_the_right_dimensions():
+    # [B, H, S, D]: H_q=8 is dimension 1; a k with 3 heads cannot serve 8 query heads.
+    q = FakeCudaArray((2, 8, 64, 64))
+    k = FakeCudaArray((2, 3, 64, 64))
+    raises(ValueError, r"number of heads \(8\) must be a multiple of k's \(3\)", dhp_attention.attention_into,
+           q, k, k, FakeCudaArray((2, 8, 64, 64)), layout="bhsd")
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="checks the no-device error; a device is present")
+def test_valid_call_without_a_device_reports_no_device():
+    q, k, v, out = qkv()
+    raises(RuntimeError, r"no CUDA device", dhp_attention.attention_into, q, k, v, out)
+
+
+def test_dlpack_reader():
+    a = np.arange(2 * 3 * 8, dtype=np.float16).reshape(2, 3, 8)[:, ::2]
+    info = _core.describe(a, "q")
+    assert info.device_type == "cpu" and info.dtype == "float16"
+    assert info.shape == (2, 2, 8) and info.strides == (24, 16, 1)
+    assert info.ptr == a.__array_interface__["data"][0]
+
+
+def test_attention_rejects_non_torch_arrays_with_a_pointer_to_attention_into():
+    q, k, v, _ = qkv()
+    raises(TypeError, r"attention_into", dhp_attention.attention, q, k, v)
+
+
+# -- PyTorch on the CPU: the operator's checks and its fake implementation ----
+
+@needs_torch
+def test_torch_cpu_tensors_are_rejected_by_name():
+    t = torch.randn(1, 128, 4, 64).half()
+    raises(ValueError, r"^q: must be on a CUDA device, got cpu", dhp_attention.attention, t, t, t)
+    raises(TypeError, r"^q: dtype must be float16 or bfloat16, got float32", dhp_attention.attention,
+           t.float(), t, t)
+    raises(TypeError, r"^k: expected a torch.Tensor like q", dhp_attention.attention, t, t.numpy(), t)
+    raises(TypeError, r"^seqlens: expected an int32 torch.Tensor", dhp_attention.attention, t, t, t, seqlens=[1])
+    raises(TypeError, r"^return_lse: must be a bool", dhp_attention.attention, t, t, t, return_lse=None)
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+def test_fake_impl_shapes_and_strides(layout):
+    B, S, Sk, H, Hkv, D = 2, 48, 80, 8, 2, 128
+    shape = lambda s, h: (B, s, h, D) if layout == "bshd" else (B, h, s, D)  # noqa: E731
+    q = torch.empty(shape(S, H), dtype=torch.bfloat16, device="meta")
+    k = torch.empty(shape(Sk, Hkv), dtype=torch.bfloat16, device="meta")
+    o, lse = dhp_attention.attention(q, k, k, causal=True, return_lse=True, layout=layout)
+    assert o.shape == q.shape and o.dtype == torch.bfloat16 and lse.shape == (B, H, S)
+    # BSHD memory order for both layouts (like SDPA's flash backend).
+    assert o.permute(0, 2, 1, 3).is_contiguous() if layout == "bhsd" else o.is_contiguous()
+    raises(ValueError, r"^q: head_dim", dhp_attention.attention, q[..., :96], k[..., :96], k[..., :96],
+           layout=layout)
+    lens = torch.empty(B, dtype=torch.int64, device="meta")
+    raises(TypeError, r"^seqlens_k: dtype must be int32", dhp_attention.attention, q, k, k, seqlens_k=lens,
+           layout=layout)
+
+
+@needs_torch
+def test_operator_is_registered():
+    assert hasattr(torch.ops.dhp, "attention")
+    schema = str(torch.ops.dhp.attention.default._schema)
+    assert "Tensor? seqlens" in schema and "bool causal" in schema, schema
+
