@@ -212,9 +212,14 @@ def step_counters(ctx):
 
 
 def step_dudect(ctx):
-    runs = list(DUDECT) + (list(CONTROL_DUDECT) if ctx.args.control else [])
+    # The control right after the small runs (same configuration), the large
+    # configuration last: it is the longest.
+    runs = DUDECT[:2] + (CONTROL_DUDECT if ctx.args.control else []) + DUDECT[2:]
     recs = []
     for name, cfg, test, n, warm, expect in runs:
+        if ctx.late():
+            ctx.rows.append(verdict_row(f"1 timing ({test})", name, expect, "SKIPPED", "out of time (--deadline-s)"))
+            continue
         n, warm = max(2000, int(n * ctx.scale)), max(500, int(warm * ctx.scale))
         jsonp = ctx.raw / f"dudect-{slug(name)}.json"
         jsonp.unlink(missing_ok=True)
@@ -421,6 +426,8 @@ def main(argv=None):
                     help="comma-separated subset of: " + ",".join(STEPS))
     ap.add_argument("--no-control", dest="control", action="store_false", help="skip the leaky-control runs")
     ap.add_argument("--quick", action="store_true", help="1/100 of the timing measurements (a dry run, not a verdict)")
+    ap.add_argument("--deadline-s", type=float, default=1e9,
+                    help="start no further run after this many seconds (fits a time-limited GPU lease)")
     ap.add_argument("--selftest", action="store_true", help="check the judging logic on synthetic data (no GPU)")
     args = ap.parse_args(argv)
     if args.selftest:
@@ -436,8 +443,12 @@ def main(argv=None):
     if ctx.exe is None:
         write_outputs(ctx)
         return 2
+    ctx.late = lambda: time.time() - t0 > args.deadline_s
     for name in args.steps.split(","):
         t = time.time()
+        if ctx.late():
+            ctx.rows.append(verdict_row(name, "-", "PASS", "SKIPPED", "out of time (--deadline-s)"))
+            continue
         ctx.say(f"== {name}")
         try:
             STEPS[name](ctx)
