@@ -23,7 +23,7 @@ from ._core import HEAD_DIMS, LAYOUTS
 __all__ = ["attention", "attention_into", "is_available", "HEAD_DIMS", "LAYOUTS", "__version__"]
 
 try:
-    from importlib.metadata import PackageNotFoundError, version as _version
+    from importlib.metadata import version as _version
 
     __version__ = _version("dhp-attention")
 except Exception:  # running from a source or build tree
@@ -31,7 +31,7 @@ except Exception:  # running from a source or build tree
 
 torch = _core.torch
 if torch is not None:
-    from . import _torch_ops  # registers torch.ops.dhp.attention
+    from . import _torch_ops  # noqa: F401  (registers torch.ops.dhp.attention)
 
 
 def is_available() -> bool:

@@ -1,0 +1,63 @@
+"""The benchmark's bookkeeping, on synthetic rows (runs on any machine with
+PyTorch): FLOP counts, statistics, FAIL instead of a number, the table, the
+plot. The timed run itself is `python -m dhp_attention.bench` on a GPU."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import needs_torch
+
+pytestmark = needs_torch
+
+
+@pytest.fixture(scope="module")
+def bench():
+    from dhp_attention import bench
+    return bench
+
+
+def _row(bench, ok=True, causal=False, S=1024, D=128):
+    c = dict(group="grid", dtype="fp16", B=16384 // S, Hq=2048 // D, Hkv=2048 // D, S=S, D=D, causal=causal,
+             lengths=False)
+    f = bench.flops(c)
+    ms = {"dhp": 1.0, "FA2": 1.25, "cuDNN": 0.8}
+    return dict(c, tflops={n: f / (t * 1e-3) / 1e12 for n, t in ms.items()}, median_ms=ms,
+                error={"mem-eff": "No available kernel"}, input_sets=1,
+                check={"against": "FA2", "rel_l2": 3e-4 if ok else 0.5, "ok": ok})
+
+
+def test_flops_count_halves_for_causal(bench):
+    c = dict(B=2, Hq=16, S=4096, D=128, causal=False)
+    assert bench.flops(c) == 4 * 2 * 16 * 4096**2 * 128
+    assert bench.flops(dict(c, causal=True)) == bench.flops(c) / 2
+
+
+def test_fa3_grid_is_16k_tokens_hidden_2048(bench):
+    grid = [c for c in bench.configs(quick=False) if c["group"] == "grid"]
+    assert len(grid) == 2 * 3 * 2 * 6
+    assert all(c["B"] * c["S"] == 16384 and c["Hq"] * c["D"] == 2048 for c in grid)
+    assert {c["group"] for c in bench.configs(quick=True)} == {"grid", "gqa", "secret-len"}
+
+
+def test_stats(bench):
+    s = bench.stats_us([i / 1000.0 for i in range(1, 1001)])  # 1..1000 µs
+    assert (s["runs"], s["min"], s["max"], s["p95"], s["p99"]) == (1000, 1.0, 1000.0, 950.0, 990.0)
+    assert s["median"] == pytest.approx(500.5) and s["mean"] == pytest.approx(500.5)
+
+
+def test_table_shows_fail_not_a_number(bench):
+    good, bad = _row(bench), _row(bench, ok=False, causal=True)
+    t = bench.table([good, bad]).splitlines()
+    assert len(t) == 4 and t[0].startswith("| config")
+    cells = [c.strip() for c in t[2].split("|")]
+    assert cells[8] == f"{good['tflops']['dhp']:.1f}" and cells[11] == "n/a"  # mem-eff declined
+    assert cells[12] == "0.80"  # ours / best peer (cuDNN)
+    bad_cells = [c.strip() for c in t[3].split("|")]
+    assert bad_cells[8] == "FAIL" and bad_cells[12] == "n/a" and bad_cells[13] == "FAIL"
+
+
+def test_plot_writes_a_png(bench, tmp_path):
+    pytest.importorskip("matplotlib", reason="skipped: matplotlib not installed")
+    rows = [_row(bench, S=S, D=D, causal=c) for S in (512, 1024) for D in (64, 128) for c in (False, True)]
+    note = bench.plot(rows, str(tmp_path / "b.png"))
+    assert note.startswith("plot:") and (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"

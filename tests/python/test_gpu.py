@@ -1,0 +1,212 @@
+"""GPU tests of dhp_attention.attention: agreement with a float64 reference and
+with SDPA, padding isolation, determinism, torch.compile(fullgraph=True),
+torch.library.opcheck, CUDA-graph capture, streams. Skipped without a CUDA
+device ("skipped: no CUDA device")."""
+from __future__ import annotations
+
+import pytest
+
+import dhp_attention
+from conftest import TOL, make_qkv, needs_gpu, rand, reference, rel_l2, torch
+
+pytestmark = needs_gpu
+
+DTYPES = ["float16", "bfloat16"]
+
+
+def _dt(name):
+    return getattr(torch, name)
+
+
+def _lengths(B, S, device="cuda"):
+    # Secret lengths across the whole range, 0 and S included, one past S too (clamped).
+    lens = torch.randint(0, S + 2, (B,), device=device, dtype=torch.int32)
+    lens[0] = S
+    if B > 2:
+        lens[1] = 0
+    return lens
+
+
+def _check(o, lse, ref_o, ref_lse, dtype, what):
+    err = rel_l2(o, ref_o)
+    assert err < TOL[dtype], f"{what}: relative L2 error {err:.3g} >= {TOL[dtype]}"
+    assert torch.isfinite(o).all(), f"{what}: non-finite output"
+    if lse is not None:
+        fin = torch.isfinite(ref_lse)
+        assert torch.equal(fin, torch.isfinite(lse)) and (lse[~fin] == float("-inf")).all(), f"{what}: lse -inf rows"
+        torch.testing.assert_close(lse[fin], ref_lse[fin], atol=2e-3, rtol=1e-3, msg=f"{what}: lse")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+def test_matches_float64_reference(dtype, D, causal, layout):
+    B, Sq, Sk, Hq, Hkv = 2, 200, 200, 4, 2  # odd length: partial tiles; GQA
+    q, k, v = make_qkv(B, Sq, Sk, Hq, Hkv, D, _dt(dtype), layout)
+    o, lse = dhp_attention.attention(q, k, v, causal=causal, return_lse=True, layout=layout)
+    ro, rlse = reference(q, k, v, causal=causal, layout=layout)
+    _check(o, lse, ro, rlse, dtype, f"{dtype} D={D} causal={causal} {layout}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("mode", ["shared", "separate", "q_only", "k_only"])
+def test_secret_lengths_match_reference(dtype, causal, mode):
+    B, Hq, Hkv, D = 5, 4, 1, 128  # MQA
+    Sq, Sk = (160, 160) if mode == "shared" else (96, 224)
+    q, k, v = make_qkv(B, Sq, Sk, Hq, Hkv, D, _dt(dtype))
+    kw = {"shared": lambda: dict(seqlens=_lengths(B, Sq)),
+          "separate": lambda: dict(seqlens_q=_lengths(B, Sq), seqlens_k=_lengths(B, Sk)),
+          "q_only": lambda: dict(seqlens_q=_lengths(B, Sq)),
+          "k_only": lambda: dict(seqlens_k=_lengths(B, Sk))}[mode]()
+    o, lse = dhp_attention.attention(q, k, v, causal=causal, return_lse=True, **kw)
+    ro, rlse = reference(q, k, v, causal=causal, **kw)
+    _check(o, lse, ro, rlse, dtype, f"{mode} causal={causal}")
+    # Rows with no visible key are exactly zero, never NaN.
+    assert torch.equal(o[torch.isinf(rlse).transpose(1, 2)], torch.zeros_like(o[torch.isinf(rlse).transpose(1, 2)]))
+
+
+def test_padding_contents_never_reach_the_output():
+    B, S, H, D = 3, 256, 4, 64
+    q, k, v = make_qkv(B, S, S, H, H, D, torch.float16)
+    lens = torch.tensor([256, 100, 7], dtype=torch.int32, device="cuda")
+    o1 = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    for t in (q, k, v):
+        for b, n in enumerate(lens.tolist()):
+            t[b, n:] = float("nan")
+    o2 = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    assert torch.equal(o1, o2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_sdpa(dtype, causal):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    B, S, Hq, Hkv, D = 2, 1024, 16, 4, 128
+    q, k, v = make_qkv(B, S, S, Hq, Hkv, D, _dt(dtype), "bhsd")
+    o = dhp_attention.attention(q, k, v, causal=causal, layout="bhsd")
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    assert rel_l2(o, ref) < TOL[dtype]
+
+
+def test_explicit_scale_and_cross_attention_alignment():
+    B, Sq, Sk, H, D = 2, 64, 300, 4, 64
+    q, k, v = make_qkv(B, Sq, Sk, H, H, D, torch.float16)
+    o = dhp_attention.attention(q, k, v, causal=True, scale=0.3)
+    ro, _ = reference(q, k, v, causal=True, scale=0.3)  # bottom-right: query i sees keys <= i + 236
+    assert rel_l2(o, ro) < TOL["float16"]
+
+
+def test_deterministic_and_batch_invariant():
+    B, S, H, D = 4, 384, 8, 128
+    q, k, v = make_qkv(B, S, S, H, H, D, torch.bfloat16)
+    lens = _lengths(B, S)
+    o1 = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    o2 = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    assert torch.equal(o1, o2)
+    # Threat model G5: a sequence's output does not depend on its batch neighbours.
+    o_alone = dhp_attention.attention(q[2:3], k[2:3], v[2:3], seqlens=lens[2:3], causal=True)
+    assert torch.equal(o1[2:3], o_alone)
+
+
+def test_attention_into_with_poisoned_output_writes_every_element():
+    B, S, H, D = 2, 130, 4, 64
+    q, k, v = make_qkv(B, S, S, H, H, D, torch.float16)
+    lens = torch.tensor([130, 50], dtype=torch.int32, device="cuda")
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, S), float("nan"), device="cuda")
+    dhp_attention.attention_into(q, k, v, out, lse=lse, seqlens=lens)
+    ro, rlse = reference(q, k, v, seqlens=lens)
+    assert not torch.isnan(out).any() and not torch.isnan(lse).any()
+    _check(out, lse, ro, rlse, "float16", "attention_into")
+
+
+def test_gpu_argument_errors():
+    q, k, v = make_qkv(2, 64, 64, 4, 4, 64, torch.float16)
+    with pytest.raises(ValueError, match=r"^seqlens: must be on q's device|^seqlens: must be on a CUDA device"):
+        dhp_attention.attention(q, k, v, seqlens=torch.tensor([3, 4], dtype=torch.int32))
+    with pytest.raises(TypeError, match=r"^seqlens_q: dtype must be int32, got int64"):
+        dhp_attention.attention(q, k, v, seqlens_q=torch.tensor([3, 4], device="cuda"))
+    with pytest.raises(ValueError, match=r"^k: the last dimension \(head_dim\) must be contiguous"):
+        dhp_attention.attention(q, k.transpose(1, 3).contiguous().transpose(1, 3), v)
+    with pytest.raises(ValueError, match=r"^q: must be 4-dimensional"):
+        dhp_attention.attention(q[0], k, v)
+
+
+def test_runs_on_the_current_stream():
+    q, k, v = make_qkv(2, 512, 512, 8, 8, 128, torch.float16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        o = dhp_attention.attention(q, k, v, causal=True)
+        ref = dhp_attention.attention(q, k, v, causal=True)
+    torch.cuda.current_stream().wait_stream(side)
+    assert torch.equal(o, ref)
+
+
+def test_torch_compile_fullgraph():
+    torch._dynamo.reset()
+
+    def block(x, w, lens):
+        q, k, v = (x @ w).chunk(3, dim=-1)
+        B, S, _ = x.shape
+        q, k, v = (t.reshape(B, S, 4, 64) for t in (q, k, v))
+        o, lse = dhp_attention.attention(q, k, v, causal=True, seqlens=lens, return_lse=True)
+        return o.reshape(B, S, -1) * 2, lse
+
+    x = rand(2, 256, 256)
+    w = rand(256, 768) * 0.05
+    lens = torch.tensor([256, 131], dtype=torch.int32, device="cuda")
+    compiled = torch.compile(block, fullgraph=True)
+    o_c, lse_c = compiled(x, w, lens)
+    o_e, lse_e = block(x, w, lens)
+    torch.testing.assert_close(o_c, o_e, atol=2e-3, rtol=2e-3)
+    torch.testing.assert_close(lse_c, lse_e, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(causal=True, return_lse=True), dict(layout="bhsd", scale=0.2),
+                                dict(lens="shared"), dict(lens="separate", causal=True)])
+def test_opcheck(kw):
+    kw = dict(kw)
+    layout, lens = kw.pop("layout", "bshd"), kw.pop("lens", None)
+    B, S, D = 2, 128, 64
+    q, k, v = make_qkv(B, S, S, 4, 2, D, torch.float16, layout)
+    L = torch.tensor([128, 77], dtype=torch.int32, device="cuda")
+    seq = dict(seqlens=L if lens == "shared" else None, seqlens_q=L if lens == "separate" else None,
+               seqlens_k=L.flip(0) if lens == "separate" else None)
+    args = (q, k, v, seq["seqlens"], seq["seqlens_q"], seq["seqlens_k"], kw.get("causal", False),
+            kw.get("scale"), kw.get("return_lse", False), layout)
+    torch.library.opcheck(torch.ops.dhp.attention.default, args)
+
+
+def test_cuda_graph_capture_and_replay():
+    B, S, H, D = 1, 512, 8, 64
+    q, k, v = make_qkv(B, S, S, H, H, D, torch.float16)
+    lens = torch.tensor([300], dtype=torch.int32, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm-up outside the capture (module load, kernel attributes)
+        dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    for _ in range(2):  # new inputs and lengths, same buffers
+        for t in (q, k, v):
+            t.copy_(rand(*t.shape))
+        lens.fill_(int(torch.randint(1, S, ())))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(o, dhp_attention.attention(q, k, v, seqlens=lens, causal=True))
+
+
+def test_forward_only_backward_raises():
+    q, k, v = make_qkv(1, 64, 64, 2, 2, 64, torch.float16)
+    q.requires_grad_(True)
+    o = dhp_attention.attention(q, k, v)
+    assert o.requires_grad
+    with pytest.raises(NotImplementedError, match="backward pass is not implemented"):
+        o.sum().backward()
