@@ -147,3 +147,41 @@ extern "C" __global__ void clean_small_array_select(const float* __restrict__ in
   for (int k = 0; k < 16; ++k) arr[k] = in[i * 16 + k] * (1.0f + k);
   out[i] = arr[idx[i] & 15];
 }
+
+// 12 TMA load at public coordinates, completion awaited with an mbarrier
+//   try_wait spin loop: the loop's exit depends on when the copy lands (a
+//   phase bit the hardware flips once the public byte count arrived), not on
+//   any value. sm_90a only; dhp-audit treats mbarrier phase results as public
+//   and requires the transaction count to be public.
+#include "tma_common.cuh"
+extern "C" __global__ void clean_tma_mbarrier_wait(const __grid_constant__ CUtensorMap tmap,
+                                                   float* __restrict__ out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ alignas(128) float tile[16 * 16];
+  __shared__ alignas(8) uint64_t bar;
+  const uint32_t s_tile = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
+  const uint32_t s_bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar));
+  if (threadIdx.x == 0) {
+    corpus_tma_load(s_tile, s_bar, tmap, static_cast<int>(blockIdx.x) * 16);
+  }
+  __syncthreads();
+  corpus_mbarrier_wait(s_bar);
+  out[GTID] = tile[threadIdx.x & 255] * 2.0f;
+#else
+  out[GTID] = 0.0f;
+#endif
+}
+
+// 13 a loop bound loaded through a pointer DECLARED PUBLIC for this kernel
+//   (public-pointers.txt: parameter at byte offset 0). Clean only with the
+//   declaration; without it dhp-audit must flag the loop (the corpus check
+//   runs both ways). Models a library mode where lengths are public.
+extern "C" __global__ void clean_declared_public_lengths(const int* __restrict__ public_lens,
+                                                         const float* __restrict__ v,
+                                                         float* __restrict__ out) {
+  const int n = public_lens[blockIdx.x] & 1023;
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) acc += v[k * blockDim.x + threadIdx.x];
+  out[GTID] = acc;
+}

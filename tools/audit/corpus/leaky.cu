@@ -8,7 +8,10 @@
 //        (d) a call into a variable-time routine (IEEE div/sqrt slow paths)
 //
 // Each kernel has a "// LEAK <rule>: <what>" comment and the one source line
-// that the auditor must flag ends with the marker "// LEAK-LINE".
+// that the auditor must flag ends with the marker "// LEAK-LINE". <rule> may
+// list alternatives ("c|a": nvcc may turn a secret-guarded store into a
+// secret-guarded EXIT) and may be limited to some architectures
+// ("b [sm_90a]": the instruction exists only there).
 // Everything else in a kernel is meant to be constant-time so the planted
 // leak is the only finding. Results are always stored so nothing is dead.
 // Build: see check_corpus.sh (nvcc -O3 -lineinfo -cubin, sm_80 and sm_90a).
@@ -96,7 +99,8 @@ extern "C" __global__ void leak_store_guarded(const float* __restrict__ in,
                                               float* __restrict__ out) {
   unsigned i = GTID;
   float x = in[i];
-  // LEAK c: whether the store happens depends on the secret (predicated STG)
+  // LEAK c|a: whether the store happens depends on the secret (predicated STG
+  // or, as nvcc emits it, a secret-guarded EXIT before the store)
   if (x > 0.0f) out[i] = x * 7.0f;  // LEAK-LINE
 }
 
@@ -107,7 +111,8 @@ extern "C" __global__ void leak_load_guarded(const float* __restrict__ in,
   unsigned i = GTID;
   float x = in[i];
   float v = 1.0f;
-  // LEAK b: whether a global load is issued depends on the secret
+  // LEAK b|a: whether a global load is issued depends on the secret (sm_90a:
+  // predicated LDG; sm_80: a secret branch around it)
   if (x > 0.0f) v = other[i];  // LEAK-LINE
   out[i] = v + x;
 }
@@ -233,7 +238,7 @@ extern "C" __global__ void leak_local_array_index(const float* __restrict__ in,
 extern "C" __global__ void leak_atomic_guarded(const float* __restrict__ in,
                                                float* __restrict__ sum) {
   float x = in[GTID];
-  // LEAK c: atomic side effect only when the secret predicate holds
+  // LEAK c|a: atomic side effect only when the secret predicate holds
   if (x > 1.0f) atomicAdd(sum, x);  // LEAK-LINE
 }
 
@@ -251,4 +256,29 @@ extern "C" __global__ void leak_select_sunk_load(const float* __restrict__ in,
   float x = in[i];
   // LEAK b: compiler-introduced secret-dependent load address (SEL ptr; LDG)
   out[i] = x > 0.0f ? a[i] : b[i];  // LEAK-LINE
+}
+
+// 18 --------------------------------------------------------------------------
+// TMA (cp.async.bulk.tensor) with a tile coordinate read from memory: the
+// copy engine fetches a secret-dependent tile. sm_90a only (UTMALDG).
+#include "tma_common.cuh"
+extern "C" __global__ void leak_tma_secret_coord(const __grid_constant__ CUtensorMap tmap,
+                                                 const int* __restrict__ rows,
+                                                 float* __restrict__ out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ alignas(128) float tile[16 * 16];
+  __shared__ alignas(8) uint64_t bar;
+  const uint32_t s_tile = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
+  const uint32_t s_bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar));
+  const int row = rows[blockIdx.x] & 1023;  // secret
+  if (threadIdx.x == 0) {
+    // LEAK b [sm_90a]: TMA tile coordinate from a secret
+    corpus_tma_load(s_tile, s_bar, tmap, row);  // LEAK-LINE
+  }
+  __syncthreads();
+  corpus_mbarrier_wait(s_bar);
+  out[GTID] = tile[threadIdx.x & 255];
+#else
+  out[GTID] = static_cast<float>(rows[0]);
+#endif
 }

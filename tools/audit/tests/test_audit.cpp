@@ -1,0 +1,262 @@
+// dhp-audit unit tests: operand parsing, opcode semantics, and the analysis
+// on small hand-written SASS listings in nvdisasm's format. Each analysis
+// test has a twin that differs only in where a value comes from, so a test
+// that passes because nothing is ever flagged (or everything is) fails.
+#include <gtest/gtest.h>
+
+#include "analysis.hpp"
+#include "isa.hpp"
+#include "sass.hpp"
+
+using namespace dhp::audit;
+
+namespace {
+
+// Wraps instruction lines into an sm_90a listing of kernel "k".
+std::string listing(const std::string& body, const std::string& extra_functions = "") {
+  return "\t.target\tsm_90a\n"
+         "//--------------------- .text.k --------------------------\n"
+         "        .type           k,@function\n"
+         "k:\n" +
+         body + extra_functions;
+}
+
+KernelReport audit(const std::string& body, const std::string& extra = "", PublicPointers pub = {}) {
+  Module m = parse_nvdisasm(listing(body, extra));
+  EXPECT_EQ(m.kernels.size(), 1u);
+  return audit_kernel(m.kernels.at(0), m, pub);
+}
+
+// Thread id -> address of a[tid] in R2:R3; loads a secret x into R0.
+const char* kLoadSecret =
+    "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+    "        /*0010*/                   S2R R5, SR_TID.X ;\n"
+    "        /*0020*/                   LDC.64 R2, c[0x0][0x210] ;\n"
+    "        /*0030*/                   ULDC.64 UR4, c[0x0][0x208] ;\n"
+    "        /*0040*/                   IMAD.WIDE.U32 R2, R5, 0x4, R2 ;\n"
+    "        /*0050*/                   LDG.E R0, desc[UR4][R2.64] ;\n";
+
+}  // namespace
+
+TEST(AuditParse, Operands) {
+  Operand m = parse_operand("desc[UR4][R2.64+0x10]");
+  EXPECT_EQ(m.kind, OperandKind::Memory);
+  ASSERT_EQ(m.regs.size(), 1u);
+  EXPECT_EQ(m.regs[0].file, RegFile::R);
+  EXPECT_EQ(m.regs[0].index, 2);
+  EXPECT_EQ(m.regs[0].width, 2);
+  EXPECT_EQ(m.mem_imm, 0x10);
+  ASSERT_EQ(m.desc_regs.size(), 1u);
+  EXPECT_EQ(m.desc_regs[0].file, RegFile::UR);
+
+  Operand c = parse_operand("c[0x0][0x28]");
+  EXPECT_EQ(c.kind, OperandKind::Constant);
+  EXPECT_EQ(c.const_bank, 0);
+  EXPECT_EQ(c.const_offset, 0x28);
+  EXPECT_FALSE(c.const_indexed);
+  Operand ci = parse_operand("c[0x3][R4+0x10]");
+  EXPECT_TRUE(ci.const_indexed);
+  EXPECT_EQ(ci.const_bank, 3);
+
+  Operand p = parse_operand("!P3");
+  EXPECT_EQ(p.kind, OperandKind::Register);
+  EXPECT_TRUE(p.negated);
+  EXPECT_EQ(p.regs[0].file, RegFile::P);
+  EXPECT_EQ(parse_operand("|R7|.reuse").regs.at(0).index, 7);
+  EXPECT_TRUE(parse_operand("RZ").regs.at(0).is_zero());
+  EXPECT_TRUE(parse_operand("UPT").regs.at(0).is_zero());
+  EXPECT_EQ(parse_operand("`(.L_x_3)").target, ".L_x_3");
+  EXPECT_EQ(parse_operand("PR").kind, OperandKind::PredGroup);
+  EXPECT_EQ(parse_operand("SR_TID.X").kind, OperandKind::Special);
+  EXPECT_EQ(parse_operand("0x7fffffff").kind, OperandKind::Immediate);
+  EXPECT_EQ(parse_operand("+INF ").kind, OperandKind::Immediate);
+  EXPECT_EQ(parse_operand("gdesc[UR4]").desc_regs.at(0).width, 4);
+}
+
+TEST(AuditParse, InstructionGuardAndAnnotations) {
+  Instruction i = parse_instruction("@!P0 LDL R169, [R1+0x8]                (*\"SpillRefill\"*);");
+  EXPECT_TRUE(i.guarded);
+  EXPECT_TRUE(i.guard_negated);
+  EXPECT_EQ(i.guard.index, 0);
+  EXPECT_EQ(i.base, "LDL");
+  ASSERT_EQ(i.ops.size(), 2u);
+  EXPECT_EQ(i.text, "@!P0 LDL R169, [R1+0x8]");
+}
+
+TEST(AuditSemantics, DefsUsesWidths) {
+  auto s = semantics_of(parse_instruction("ISETP.GE.AND P0, PT, R1, R2, PT"));
+  ASSERT_EQ(s.defs.size(), 2u);
+  EXPECT_EQ(s.defs[0].file, RegFile::P);
+  EXPECT_EQ(s.uses.size(), 3u);  // R1, R2, PT
+
+  s = semantics_of(parse_instruction("IADD3 R4, P0, P1, R2, R3, RZ"));
+  EXPECT_EQ(s.defs.size(), 3u);  // R4 and two carry-outs
+  s = semantics_of(parse_instruction("IADD3.X R5, R3, R7, RZ, P0, !PT"));
+  EXPECT_EQ(s.defs.size(), 1u);  // carry-in P0 is a use
+  EXPECT_EQ(s.uses.size(), 5u);
+
+  s = semantics_of(parse_instruction("IMAD.WIDE.U32 R2, R3, 0x4, R4"));
+  EXPECT_EQ(s.defs.at(0).width, 2);
+  EXPECT_EQ(s.uses.at(1).width, 2);  // R4:R5
+  s = semantics_of(parse_instruction("LDG.E.128 R8, desc[UR4][R2.64]"));
+  EXPECT_EQ(s.defs.at(0).width, 4);
+  EXPECT_EQ(s.source, Source::Load);
+  EXPECT_TRUE(s.memory);
+  EXPECT_EQ(s.addr.size(), 2u);  // R2:R3 and the descriptor UR4
+  s = semantics_of(parse_instruction("HMMA.16816.F32 R4, R8, R12, R4"));
+  EXPECT_EQ(s.defs.at(0).width, 4);
+  s = semantics_of(parse_instruction("LDSM.16.MT88.4 R4, [R2+0x100]"));
+  EXPECT_EQ(s.defs.at(0).width, 4);
+  s = semantics_of(parse_instruction("HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24, gsb0"));
+  EXPECT_EQ(s.defs.at(0).width, 64);
+  EXPECT_TRUE(s.memory);
+  s = semantics_of(parse_instruction("VOTE.ANY R4, PT, P0"));
+  EXPECT_EQ(s.defs.size(), 2u);
+  EXPECT_EQ(s.uses.size(), 1u);
+  s = semantics_of(parse_instruction("SHFL.BFLY PT, R3, R2, 0x1, 0x1f"));
+  EXPECT_EQ(s.defs.size(), 2u);
+  EXPECT_TRUE(s.register_only);
+  s = semantics_of(parse_instruction("LDGSTS.E.BYPASS.128 [R7], desc[UR6][R4.64]"));
+  EXPECT_TRUE(s.defs.empty());
+  EXPECT_EQ(s.addr.size(), 3u);
+  s = semantics_of(parse_instruction("UTMALDG.2D [UR12], [UR4]"));
+  EXPECT_EQ(s.addr.at(0).width, 4);  // shared address, mbarrier, 2 coordinates
+  s = semantics_of(parse_instruction("STG.E desc[UR4][R2.64], R9"));
+  EXPECT_FALSE(s.register_only);
+  EXPECT_EQ(s.control, Control::None);
+  s = semantics_of(parse_instruction("@P0 BRA !P2, `(.L_x_1)"));
+  EXPECT_EQ(s.control, Control::Branch);
+  EXPECT_EQ(s.cond.size(), 1u);
+  EXPECT_EQ(s.target, ".L_x_1");
+  EXPECT_TRUE(is_variable_time_routine("$__internal_1_$__cuda_sm3x_div_rn_noftz_f32_slowpath"));
+  EXPECT_FALSE(is_variable_time_routine(".L_x_3"));
+}
+
+TEST(AuditAnalysis, SecretBranchIsFlaggedPublicBranchIsNot) {
+  const std::string tail =
+      "        /*0060*/                   ISETP.GT.AND P0, PT, R0, RZ, PT ;\n"
+      "        /*0070*/               @P0 BRA `(.L_x_1) ;\n"
+      "        /*0080*/                   STG.E desc[UR4][R2.64], R0 ;\n"
+      ".L_x_1:\n"
+      "        /*0090*/                   EXIT ;\n";
+  KernelReport secret = audit(kLoadSecret + tail);
+  ASSERT_EQ(secret.findings.size(), 1u);
+  EXPECT_EQ(secret.findings[0].rule, 'a');
+  EXPECT_EQ(secret.findings[0].offset, 0x70u);
+  ASSERT_EQ(secret.findings[0].chain.size(), 2u);  // LDG -> ISETP
+  EXPECT_EQ(secret.findings[0].chain[0].offset, 0x50u);
+  // Same code, but R0 is the thread id: public.
+  std::string pub = kLoadSecret;
+  pub += "        /*0058*/                   S2R R0, SR_TID.X ;\n";
+  EXPECT_TRUE(audit(pub + tail).findings.empty());
+}
+
+TEST(AuditAnalysis, SelectAndPredicatedArithmeticAreClean) {
+  KernelReport r = audit(std::string(kLoadSecret) +
+                         "        /*0060*/                   FSETP.GT.AND P0, PT, R0, RZ, PT ;\n"
+                         "        /*0070*/                   FSEL R6, R0, RZ, P0 ;\n"
+                         "        /*0080*/               @P0 FADD R6, R6, 1 ;\n"
+                         "        /*0090*/                   STG.E desc[UR4][R2.64], R6 ;\n"
+                         "        /*00a0*/                   EXIT ;\n");
+  EXPECT_TRUE(r.findings.empty());
+}
+
+TEST(AuditAnalysis, SecretAddressAndSecretGuardedStore) {
+  KernelReport addr = audit(std::string(kLoadSecret) +
+                            "        /*0060*/                   LOP3.LUT R6, R0, 0xff, RZ, 0xc0, !PT ;\n"
+                            "        /*0070*/                   LDS R7, [R6] ;\n"
+                            "        /*0080*/                   EXIT ;\n");
+  ASSERT_EQ(addr.findings.size(), 1u);
+  EXPECT_EQ(addr.findings[0].rule, 'b');
+  KernelReport guarded = audit(std::string(kLoadSecret) +
+                               "        /*0060*/                   ISETP.NE.AND P1, PT, R0, RZ, PT ;\n"
+                               "        /*0070*/               @P1 BAR.ARV 0x1, 0x40 ;\n"
+                               "        /*0080*/                   EXIT ;\n");
+  ASSERT_EQ(guarded.findings.size(), 1u);
+  EXPECT_EQ(guarded.findings[0].rule, 'a');  // barriers count as control
+}
+
+TEST(AuditAnalysis, GuardCorrelatedCarryIsPublic) {
+  // @P1 LEA writes carry P3; @P1 LEA.HI.X reads it. P3 held a secret before,
+  // but under P1 the carry is the fresh, public one.
+  const std::string pre = std::string(kLoadSecret) +
+                          "        /*0060*/                   ISETP.GE.AND P3, PT, R0, RZ, PT ;\n"
+                          "        /*0070*/                   ISETP.NE.AND P1, PT, R5, RZ, PT ;\n";
+  const std::string post =
+      "        /*0090*/               @P1 LEA.HI.X R9, R5, c[0x0][0x214], RZ, 0x2, P3 ;\n"
+      "        /*00a0*/               @P1 STG.E desc[UR4][R8.64], R0 ;\n"
+      "        /*00b0*/                   EXIT ;\n";
+  EXPECT_TRUE(audit(pre + "        /*0080*/               @P1 LEA R8, P3, R5, c[0x0][0x210], 0x2 ;\n" + post)
+                  .findings.empty());
+  // Under the opposite guard the write does not cover the read: flagged.
+  EXPECT_EQ(audit(pre + "        /*0080*/              @!P1 LEA R8, P3, R5, c[0x0][0x210], 0x2 ;\n" + post)
+                .findings.size(),
+            1u);
+}
+
+TEST(AuditAnalysis, StackSpillsKeepTheirTaint) {
+  const std::string frame = std::string(kLoadSecret) +
+                            "        /*0058*/                   IADD3 R1, R1, -0x20, RZ ;\n";
+  const std::string reload =
+      "        /*0070*/                   IMAD.MOV.U32 R6, RZ, RZ, RZ ;\n"
+      "        /*0080*/                   LDL R6, [R1+0x8] ;\n"
+      "        /*0090*/                   LDS R7, [R6] ;\n"
+      "        /*00a0*/                   EXIT ;\n";
+  // A public value (the thread id) spilled and refilled: clean.
+  EXPECT_TRUE(audit(frame + "        /*0060*/                   STL [R1+0x8], R5 ;\n" + reload).findings.empty());
+  // The secret spilled to the same slot: the refill is secret, so is the LDS address.
+  EXPECT_EQ(audit(frame + "        /*0060*/                   STL [R1+0x8], R0 ;\n" + reload).findings.size(), 1u);
+  // A slot never written reads as secret (uninitialised local memory).
+  EXPECT_EQ(audit(frame + "        /*0060*/                   STL [R1+0xc], R5 ;\n" + reload).findings.size(), 1u);
+}
+
+TEST(AuditAnalysis, SubroutinesAndVariableTimeCalls) {
+  const std::string slow =
+      "        .type           $__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath,@function\n"
+      "$__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath:\n"
+      "        /*00c0*/                   FADD R9, R0, 1 ;\n"
+      "        /*00d0*/                   RET.REL.NODEC R4 `(k) ;\n";
+  KernelReport r = audit(std::string(kLoadSecret) +
+                             "        /*0060*/                   MOV R4, 0x80 ;\n"
+                             "        /*0070*/                   CALL.REL.NOINC `($__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath) ;\n"
+                             "        /*0080*/                   LDS R7, [R9] ;\n"
+                             "        /*0090*/                   EXIT ;\n",
+                         slow);
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].rule, 'd');  // the call, whatever its guard
+  EXPECT_EQ(r.findings[1].rule, 'b');  // R9 computed from the secret inside the callee
+}
+
+TEST(AuditAnalysis, PublicLoopAndMbarrierWait) {
+  // for (k = 0; k < n_param; ++k) plus an mbarrier try_wait spin loop.
+  const std::string body =
+      "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+      "        /*0010*/                   MOV R4, RZ ;\n"
+      "        /*0020*/                   UMOV UR4, 0x400 ;\n"
+      ".L_x_0:\n"
+      "        /*0030*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R4 ;\n"
+      "        /*0040*/              @!P0 BRA `(.L_x_0) ;\n"
+      "        /*0050*/                   VIADD R4, R4, 0x1 ;\n"
+      "        /*0060*/                   ISETP.GE.AND P1, PT, R4, c[0x0][0x218], PT ;\n"
+      "        /*0070*/              @!P1 BRA `(.L_x_0) ;\n"
+      "        /*0080*/                   EXIT ;\n";
+  EXPECT_TRUE(audit(body).findings.empty());
+}
+
+TEST(AuditAnalysis, DeclaredPublicPointer) {
+  // n = lens[blockIdx.x] through the parameter at offset 0x8; loop on n.
+  const std::string body =
+      "        /*0000*/                   S2R R5, SR_CTAID.X ;\n"
+      "        /*0010*/                   LDC.64 R2, c[0x0][0x218] ;\n"
+      "        /*0020*/                   ULDC.64 UR4, c[0x0][0x208] ;\n"
+      "        /*0030*/                   IMAD.WIDE.U32 R2, R5, 0x4, R2 ;\n"
+      "        /*0040*/                   LDG.E R0, desc[UR4][R2.64] ;\n"
+      "        /*0050*/                   ISETP.GE.AND P0, PT, R0, 0x1, PT ;\n"
+      "        /*0060*/              @!P0 EXIT ;\n"
+      "        /*0070*/                   EXIT ;\n";
+  EXPECT_EQ(audit(body).findings.size(), 1u);
+  PublicPointers wrong{{0x0}};
+  EXPECT_EQ(audit(body, "", wrong).findings.size(), 1u);
+  PublicPointers lens{{0x8}};
+  EXPECT_TRUE(audit(body, "", lens).findings.empty());
+}
