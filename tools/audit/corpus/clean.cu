@@ -157,10 +157,7 @@ extern "C" __global__ void clean_small_array_select(const float* __restrict__ in
 extern "C" __global__ void clean_tma_mbarrier_wait(const __grid_constant__ CUtensorMap tmap,
                                                    float* __restrict__ out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ alignas(128) float tile[16 * 16];
-  __shared__ alignas(8) uint64_t bar;
-  const uint32_t s_tile = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-  const uint32_t s_bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar));
+  CORPUS_TMA_SHARED_TILE(tile, bar, s_tile, s_bar);
   if (threadIdx.x == 0) {
     corpus_tma_load(s_tile, s_bar, tmap, static_cast<int>(blockIdx.x) * 16);
   }

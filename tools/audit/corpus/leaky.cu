@@ -266,10 +266,7 @@ extern "C" __global__ void leak_tma_secret_coord(const __grid_constant__ CUtenso
                                                  const int* __restrict__ rows,
                                                  float* __restrict__ out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ alignas(128) float tile[16 * 16];
-  __shared__ alignas(8) uint64_t bar;
-  const uint32_t s_tile = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-  const uint32_t s_bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar));
+  CORPUS_TMA_SHARED_TILE(tile, bar, s_tile, s_bar);
   const int row = rows[blockIdx.x] & 1023;  // secret
   if (threadIdx.x == 0) {
     // LEAK b [sm_90a]: TMA tile coordinate from a secret

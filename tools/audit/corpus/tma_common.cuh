@@ -5,6 +5,14 @@
 #include <cstdint>
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// A 16x16 fp32 shared tile and its mbarrier, with their shared-window
+// addresses (the operands the PTX below takes).
+#define CORPUS_TMA_SHARED_TILE(tile, bar, s_tile, s_bar)                         \
+  __shared__ alignas(128) float tile[16 * 16];                                  \
+  __shared__ alignas(8) uint64_t bar;                                           \
+  const uint32_t s_tile = static_cast<uint32_t>(__cvta_generic_to_shared(tile)); \
+  const uint32_t s_bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar))
+
 // One thread: initialise the mbarrier, announce 1024 bytes, issue the 2-D
 // tensor copy of the 16x16 fp32 tile at (0, row).
 __device__ __forceinline__ void corpus_tma_load(uint32_t s_tile, uint32_t s_bar, const CUtensorMap& tmap,
