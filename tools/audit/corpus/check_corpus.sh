@@ -55,6 +55,7 @@ H = {
  "leak_local_array_index":    [("func", r"^STL"), ("line", r"^LDL")],
  "leak_select_sunk_load":     [("line", r"^SEL|^@!?U?P[0-9T]\s+(LDG|LDC|MOV)"), ("line", r"LDG")],
  "leak_atomic_guarded":       [("line", PBR + "|" + r"^@!?U?P[0-9T]\s+(RED|ATOM)")],
+ "leak_tma_secret_coord":     [("func", r"UTMALDG"), ("line", r"ULOP3|R2UR")],
 }
 
 def parse_src(path):
@@ -63,10 +64,10 @@ def parse_src(path):
     for n, l in enumerate(open(path), 1):
         m = re.search(r'__global__\s+void\s+(\w+)\s*\(', l)
         if m: cur = m.group(1)
-        m = re.search(r'//\s*LEAK\s+([a-d]):\s*(.*)', l)
-        if m: rule, desc = m.group(1), m.group(2).strip()
+        m = re.search(r'//\s*LEAK\s+([a-d|]+)(?:\s*\[([\w, ]+)\])?:\s*(.*)', l)
+        if m: rule, archs, desc = m.group(1), m.group(2), m.group(3).strip()
         if "// LEAK-LINE" in l and cur:
-            ks[cur] = (rule, n, desc)
+            ks[cur] = (rule, n, desc, [x.strip().replace("sm_", "") for x in archs.split(",")] if archs else ARCHS)
     return ks
 
 def parse_sass(path, srcname):
@@ -100,11 +101,12 @@ sass = {a: parse_sass(os.path.join(tmp, f"leaky_sm_{a}.sass"), "leaky.cu") for a
 allok = True
 if md:
     print("| kernel | rule | line | sm_80 | sm_90a |"); print("|---|---|---|---|---|")
-for k, (rule, ln, desc) in leaks.items():
+for k, (rule, ln, desc, archs) in leaks.items():
     cols = []
     for a in ARCHS:
         fn = sass[a].get(k)
-        if fn is None: ok, seen = False, ["kernel missing"]
+        if a not in archs: ok, seen = True, ["n/a on this arch"]
+        elif fn is None: ok, seen = False, ["kernel missing"]
         else: ok, seen = check(fn, ln, H.get(k, [("line", PBR)]))
         allok &= ok
         cols.append(("yes" if ok else "NO") + ": " + ", ".join(f"`{s}`" if md else s for s in seen))
