@@ -36,15 +36,24 @@ GATE1 = [
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
 LARGE = "--dtype bf16 --batch 2 --heads 16 --seqlen 2048 --head-dim 128 --lengths shared"
-# name, config, test, measurements, warm-up, expected verdict
+# name, config, test, measurements, warm-up, expected verdict, extra flags.
+# Fixed classes: one fixed normal draw of Q/K/V; lengths 0 (q and k).
 DUDECT = [
-    ("small values", SMALL, "values", 1_000_000, 20_000, "PASS"),
-    ("small lengths", SMALL, "lengths", 1_000_000, 20_000, "PASS"),
-    ("large values", LARGE, "values", 100_000, 2_000, "PASS"),
-    ("large lengths", LARGE, "lengths", 100_000, 2_000, "PASS"),
+    ("small values", SMALL, "values", 1_000_000, 20_000, "PASS", ""),
+    ("small lengths", SMALL, "lengths", 1_000_000, 20_000, "PASS", ""),
+    ("large values", LARGE, "values", 100_000, 2_000, "PASS", ""),
+    ("large lengths", LARGE, "lengths", 100_000, 2_000, "PASS", ""),
 ]
-CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL"),
-                  ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS")]
+CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL", ""),
+                  ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS", "")]
+# Diagnostics (step `extra`, no expected verdict): is a timing difference a
+# property of the operand values (all-zero tensor-core operands) rather than
+# of the kernel's control flow? Fixed class all zeros; fixed lengths S_max.
+EXTRA = [
+    ("large values, fixed all-zero", LARGE, "values", 100_000, 2_000, "info", "--fixed-values zeros"),
+    ("large lengths, fixed L=S_max", LARGE, "lengths", 100_000, 2_000, "info", "--fixed-length 2048"),
+    ("small values, fixed all-zero", SMALL, "values", 1_000_000, 20_000, "info", "--fixed-values zeros"),
+]
 REPRO = [
     ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 4 --heads 8 --heads-kv 2 --seqlen 512 --head-dim 64 --causal --lengths separate"),
     ("bf16 D128 shared", "--dtype bf16 --batch 4 --heads 4 --seqlen 384 --head-dim 128 --lengths shared"),
@@ -108,54 +117,73 @@ def slug(name):
 # ---------------------------------------------------------------------------
 # Judging (pure functions: tested by --selftest without a GPU)
 
-def judge_counters(rows, classes, metrics):
-    """rows: ncu raw rows in launch order; classes: names in the same order.
-    A gated metric passes when every class has the same value; it is `noisy`
-    when even the repeat of the first class differs (the counter is not
-    repeatable, so no verdict can rest on it: that fails too)."""
-    if not rows or len(rows) != len(classes):
-        return {"verdict": "ERROR", "why": f"{len(rows)} profiled launches for {len(classes)} classes", "metrics": {}}
-    table, gated, differing = {}, {}, []
-    rep = classes.index("normal-repeat") if "normal-repeat" in classes else None
+def judge_counters(rows, launches, metrics=None):
+    """rows: ncu raw rows in launch order; launches: the class of each launch
+    (R rounds over the classes; `normal-repeat` counts as `normal`).
+    identical     every launch the same: the gate's requirement;
+    differs       repeatable within each class but not across: a leak (FAIL);
+    noisy         varies between launches of the same inputs, so it depends on
+                  timing (arrival order of asynchronous copies, L2 request
+                  merging), not on inputs alone. With R >= 2 rounds it is
+                  reported, and fails only if it separates classes: two classes
+                  whose value ranges are disjoint by more than the largest
+                  within-class range. With one round it fails (no evidence)."""
+    if not rows or len(rows) != len(launches):
+        return {"verdict": "ERROR", "why": f"{len(rows)} profiled launches for {len(launches)} launches", "metrics": {}}
+    group = [("normal" if c == "normal-repeat" else c) for c in launches]
+    classes = list(dict.fromkeys(group))
+    rounds = len(group) // max(1, len(classes))
+    table, gated, differing, noisy = {}, {}, [], []
     for alias, metric in GATED + REPORTED:
         if metric not in rows[0]:
             continue
         vals = [r[metric] for r in rows]
-        table[alias] = vals
+        per = {c: [v for g, v in zip(group, vals) if g == c] for c in classes}
+        table[alias] = [per[c] for c in classes]
         if (alias, metric) in REPORTED:
             continue
-        if rep is not None and vals[rep] != vals[0]:
-            gated[alias] = "noisy"
-        elif len(set(map(str, vals))) == 1:
+        if len(set(map(str, vals))) == 1:
             gated[alias] = "identical"
-        else:
+            continue
+        within = max((max(v) - min(v)) if all(isinstance(x, (int, float)) for x in v) else 0 for v in per.values())
+        repeatable = all(len(set(map(str, v))) == 1 for v in per.values())
+        if repeatable:
             gated[alias] = "differs"
-        if gated[alias] != "identical":
-            by_value = {}
-            for c, v in zip(classes, vals):
-                by_value.setdefault(str(v), []).append(c)
-            differing.append({"metric": alias, "state": gated[alias], "values": by_value})
+        elif rounds < 2:
+            gated[alias] = "noisy (one round: no verdict)"
+        else:
+            lo = {c: min(v) for c, v in per.items()}
+            hi = {c: max(v) for c, v in per.items()}
+            sep = [(a, b) for a in classes for b in classes if lo[b] - hi[a] > within]
+            gated[alias] = "noisy, separates classes" if sep else "noisy (reported)"
+        by_value = {}
+        for c, v in per.items():
+            by_value.setdefault("/".join(map(str, v)), []).append(c)
+        entry = {"metric": alias, "state": gated[alias], "values": by_value, "within_class_range": within}
+        (noisy if gated[alias] == "noisy (reported)" else differing).append(entry)
     verdict = "PASS" if gated and not differing else ("FAIL" if gated else "ERROR")
-    return {"verdict": verdict, "metrics": gated, "table": table, "differing": differing,
-            "why": "" if gated else "no gated metric was collected"}
+    return {"verdict": verdict, "metrics": gated, "table": table, "differing": differing, "noisy": noisy,
+            "classes": classes, "rounds": rounds, "why": "" if gated else "no gated metric was collected"}
 
 
 def counter_table_md(res):
     classes, table = res["classes"], res.get("table", {})
     head = "| metric | " + " | ".join(f"c{i}" for i in range(len(classes))) + " | verdict |"
     lines = [head, "|" + "---|" * (len(classes) + 2)]
+    cell = lambda v: str(v[0]) if len(set(map(str, v))) == 1 else "/".join(map(str, v))
     for alias, vals in table.items():
         state = res["metrics"].get(alias, "reported")
-        base = str(vals[0])
-        cells = [str(v) if str(v) == base or state == "reported" else f"**{v}**" for v in vals]
+        base = cell(vals[0])
+        cells = [cell(v) if cell(v) == base or state == "reported" else f"**{cell(v)}**" for v in vals]
         lines.append(f"| {alias} | " + " | ".join(cells) + f" | {state} |")
     legend = ", ".join(f"c{i} = {c}" for i, c in enumerate(classes))
-    return "\n".join(lines) + f"\n\nClasses: {legend}.\n"
+    return ("\n".join(lines) + f"\n\nClasses: {legend}. {res.get('rounds', 1)} launch(es) per class "
+            "(values of the rounds joined by /; `normal` includes `normal-repeat`).\n")
 
 
 def verdict_row(gate, config, expected, result, detail=""):
     return {"gate": gate, "config": config, "expected": expected, "result": result,
-            "ok": result == expected, "detail": detail}
+            "ok": result == expected or expected == "info", "detail": detail}
 
 
 # ---------------------------------------------------------------------------
@@ -192,17 +220,21 @@ def step_counters(ctx):
         csvp, jsonp = ctx.raw / f"ncu-{slug(name)}.csv", ctx.raw / f"classes-{slug(name)}.json"
         csvp.unlink(missing_ok=True)
         jsonp.unlink(missing_ok=True)
-        rc, out = ncu.profile([ctx.exe, "classes", *cfg.split(), "--out", jsonp], metrics, csvp, ctx.log)
-        classes = json.loads(jsonp.read_text())["classes"] if jsonp.exists() else []
+        rc, out = ncu.profile([ctx.exe, "classes", *cfg.split(), "--repeats", ctx.args.repeats, "--out", jsonp],
+                              metrics, csvp, ctx.log)
+        launches = json.loads(jsonp.read_text())["classes"] if jsonp.exists() else []
         rows = ncu.parse_raw_csv(csvp.read_text()) if csvp.exists() else []
-        res = judge_counters(rows, [c["name"] for c in classes], metrics)
-        res.update(name=name, config=cfg, expected=expect, dropped=dropped, classes=[c["name"] for c in classes],
-                   unwritten=sum(c["unwritten"] for c in classes), exit=rc)
+        res = judge_counters(rows, [c["name"] for c in launches], metrics)
+        res.setdefault("classes", [])
+        res.update(name=name, config=cfg, expected=expect, dropped=dropped,
+                   unwritten=sum(c["unwritten"] for c in launches), exit=rc)
         if rc not in (0, 1) and res["verdict"] != "ERROR":
             res["verdict"], res["why"] = "ERROR", f"runner exit {rc}"
         if res["unwritten"]:
             res["verdict"], res["why"] = "FAIL", f"{res['unwritten']} output elements unwritten (G4)"
-        detail = res.get("why") or f"{len(res['metrics'])} gated metrics x {len(classes)} classes"
+        detail = res.get("why") or (f"{sum(v == 'identical' for v in res['metrics'].values())} metrics identical over "
+                                    f"{len(res['classes'])} classes x {res['rounds']}; noisy, reported: "
+                                    + (", ".join(d["metric"] for d in res["noisy"]) or "none"))
         if res.get("differing"):
             detail = "differ: " + ", ".join(d["metric"] for d in res["differing"][:6])
         ctx.rows.append(verdict_row("1 counters", name, expect, res["verdict"], detail))
@@ -211,12 +243,29 @@ def step_counters(ctx):
     ctx.report["steps"]["counters"] = recs
 
 
-def step_dudect(ctx):
+def step_dudect(ctx, runs=None, key="dudect"):
     # The control right after the small runs (same configuration), the large
     # configuration last: it is the longest.
-    runs = DUDECT[:2] + (CONTROL_DUDECT if ctx.args.control else []) + DUDECT[2:]
+    runs = runs or DUDECT[:2] + (CONTROL_DUDECT if ctx.args.control else []) + DUDECT[2:]
+    runs = [r for r in runs if re.search(ctx.args.only, r[0])]
     recs = []
-    for name, cfg, test, n, warm, expect in runs:
+    # Clocks and power once a second: DVFS is how data-dependent power reaches timing.
+    dmon_path = ctx.raw / f"dmon-{key}.txt"
+    dmon = ncu.background(["nvidia-smi", "dmon", "-s", "pc", "-o", "T", "-d", "1"], dmon_path)
+    try:
+        dudect_runs(ctx, runs, recs, key)
+    finally:
+        ncu.stop(dmon)
+    ctx.report["steps"][key + "_clocks"] = ncu.dmon_summary(dmon_path)
+    ctx.say(f"  clocks/power during {key}: {ctx.report['steps'][key + '_clocks']}")
+
+
+def step_extra(ctx):
+    step_dudect(ctx, EXTRA, "extra")
+
+
+def dudect_runs(ctx, runs, recs, key):
+    for name, cfg, test, n, warm, expect, extra in runs:
         if ctx.late():
             ctx.rows.append(verdict_row(f"1 timing ({test})", name, expect, "SKIPPED", "out of time (--deadline-s)"))
             continue
@@ -225,21 +274,21 @@ def step_dudect(ctx):
         jsonp.unlink(missing_ok=True)
         t0 = time.time()
         rc, out = ncu.run([ctx.exe, "dudect", *cfg.split(), "--test", test, "--measurements", n, "--warmup", warm,
-                           "--calib", max(1000, n // 100), "--out", jsonp], ctx.log, timeout=400)
+                           "--calib", max(1000, n // 100), *extra.split(), "--out", jsonp], ctx.log, timeout=400)
         rec = json.loads(jsonp.read_text()) if jsonp.exists() and rc in (0, 1) else {"pass": None}
         result = "ERROR" if rec["pass"] is None else ("PASS" if rec["pass"] else "FAIL")
-        rec.update(name=name, expected=expect, result=result, seconds=round(time.time() - t0, 1))
+        rec.update(name=name, expected=expect, result=result, seconds=round(time.time() - t0, 1), flags=extra)
         fin = rec.get("curve", [{}])[-1]
         if "classes" in rec:
             detail = (f"n={fin.get('n')} max|t|={float(fin.get('max_abs_t', 0)):.2f} ({fin.get('worst')}), "
                       f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us"
-                      + (", HOST-STARVED batches" if rec.get("host_starved") else ""))
+                      + (f", {rec['host_starved']} host-starved batches" if rec.get("host_starved") else ""))
         else:
             detail = (out.strip().splitlines() or [f"exit {rc}"])[-1][:160]
         ctx.rows.append(verdict_row(f"1 timing ({test})", name, expect, result, detail))
         ctx.say(f"  dudect {name}: {result} {detail} [{rec['seconds']} s]")
         recs.append(rec)
-        ctx.report["steps"]["dudect"] = recs
+        ctx.report["steps"][key] = recs
         ctx.checkpoint()
 
 
@@ -313,7 +362,7 @@ def step_profile(ctx):
 
 
 STEPS = {"counters": step_counters, "repro": step_repro, "sanitize": step_sanitize,
-         "dudect": step_dudect, "audit": step_audit, "profile": step_profile}
+         "dudect": step_dudect, "extra": step_extra, "audit": step_audit, "profile": step_profile}
 
 
 # ---------------------------------------------------------------------------
@@ -331,14 +380,15 @@ def summary_md(ctx):
             out.append(counter_table_md(res))
         for d in res.get("differing", []):
             out.append(f"- {d['metric']} ({d['state']}): " + "; ".join(f"{v}: {', '.join(c)}" for v, c in d["values"].items()))
-    if r["steps"].get("dudect"):
+    timing = r["steps"].get("dudect", []) + r["steps"].get("extra", [])
+    if timing:
         out.append("\n## Timing leakage test (dudect)\n\n| run | configuration | test | n | max abs t | worst test | t raw | t 2nd order | median fixed / random (us) | result |\n|---|---|---|---|---|---|---|---|---|---|")
-        for d in r["steps"]["dudect"]:
+        for d in timing:
             if "curve" not in d:
                 out.append(f"| {d['name']} | | | | | | | | | {d['result']} |")
                 continue
             f = d["curve"][-1]
-            out.append(f"| {d['name']} | {d['problem']} | {d['test']} | {f['n']} | {float(f['max_abs_t']):.2f} | {f['worst']} | "
+            out.append(f"| {d['name']} | {d['problem']} {d.get('flags', '')} | {d['test']} | {f['n']} | {float(f['max_abs_t']):.2f} | {f['worst']} | "
                        f"{float(f['t_raw']):.2f} | {float(f['t_second']):.2f} | {d['classes'][0]['median_us']:.3f} / "
                        f"{d['classes'][1]['median_us']:.3f} | {d['result']} |")
     if r["steps"].get("repro"):
@@ -355,7 +405,7 @@ def summary_md(ctx):
 
 
 def plots(ctx):
-    runs = [d for d in ctx.report["steps"].get("dudect", []) if "curve" in d]
+    runs = [d for d in ctx.report["steps"].get("dudect", []) + ctx.report["steps"].get("extra", []) if "curve" in d]
     if not runs:
         return
     try:
@@ -424,6 +474,8 @@ def main(argv=None):
     ap.add_argument("--build-dir", default=str(ROOT / "build" / "validate-gpu"))
     ap.add_argument("--steps", default="counters,repro,sanitize,dudect,audit,profile",
                     help="comma-separated subset of: " + ",".join(STEPS))
+    ap.add_argument("--repeats", type=int, default=3, help="launches per input class under ncu (gate 1)")
+    ap.add_argument("--only", default="", help="regex: run only the timing runs whose name matches")
     ap.add_argument("--no-control", dest="control", action="store_false", help="skip the leaky-control runs")
     ap.add_argument("--quick", action="store_true", help="1/100 of the timing measurements (a dry run, not a verdict)")
     ap.add_argument("--deadline-s", type=float, default=1e9,
@@ -492,9 +544,14 @@ def selftest():
           "a class with fewer instructions and branches (the leaky control's signature) fails")
     check("len-0" in res["differing"][0]["values"]["1000000"], "the differing class is named")
     res = judge_counters(ncu.parse_raw_csv(csv_text([(5, 8), (5, 8), (5, 8), (6, 8)])), classes, None)
-    check(res["verdict"] == "FAIL" and res["differing"][0]["state"] == "noisy", "a non-repeatable counter is noisy, not a pass")
+    check(res["verdict"] == "FAIL" and res["differing"][0]["state"].startswith("noisy"), "a non-repeatable counter (one round) is noisy, not a pass")
     res = judge_counters(rows[:3], classes, None)
     check(res["verdict"] == "ERROR", "a missing launch is an error")
+    three = classes[:3] * 3
+    res = judge_counters(ncu.parse_raw_csv(csv_text([(5, 8), (6, 8), (5, 8), (6, 8), (5, 8), (6, 8), (5, 8), (5, 8), (6, 8)])), three)
+    check(res["verdict"] == "PASS" and res["noisy"][0]["metric"] == "inst", "with 3 rounds, overlapping noise is reported, not failed")
+    res = judge_counters(ncu.parse_raw_csv(csv_text([(5, 8), (6, 8), (50, 8), (6, 8), (5, 8), (51, 8), (5, 8), (6, 8), (50, 8)])), three)
+    check(res["verdict"] == "FAIL" and res["metrics"]["inst"] == "noisy, separates classes", "noise does not hide a class that stands apart")
     check("**" in counter_table_md(dict(judge_counters(ncu.parse_raw_csv(csv_text([(1, 1), (2, 1), (1, 1), (1, 1)])), classes, None),
                                          classes=classes)), "the table marks differing cells")
     check(ncu.usable(["a__b.sum", "launch__grid_size", "c__d.sum"], {"a__b"}) == (["a__b.sum", "launch__grid_size"], ["c__d.sum"]),

@@ -171,3 +171,40 @@ def perf_text(cfg, rec):
         if k != "exit":
             lines.append(f"  {k:<{w}}  {v:.2f}" if isinstance(v, float) else f"  {k:<{w}}  {v}")
     return "\n".join(lines) + "\n"
+
+
+def background(cmd, path):
+    """Starts cmd with its output into path; None when it cannot start."""
+    try:
+        return subprocess.Popen([str(c) for c in cmd], stdout=open(path, "w"), stderr=subprocess.STDOUT)
+    except OSError:
+        return None
+
+
+def stop(proc):
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def dmon_summary(path):
+    """Range of SM clock (MHz) and power (W) in `nvidia-smi dmon -s pc -o T` output."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    head, cols = None, {}
+    for line in path.read_text().splitlines():
+        parts = line.lstrip("#").split()
+        if line.startswith("#") and "pclk" in parts:
+            head = parts
+            continue
+        if head and not line.startswith("#") and len(parts) == len(head):
+            for key in ("pwr", "pclk"):
+                try:
+                    cols.setdefault(key, []).append(float(parts[head.index(key)]))
+                except ValueError:
+                    pass
+    return {f"{k}_{f.__name__}": f(v) for k, v in cols.items() for f in (min, max)}

@@ -37,7 +37,7 @@ struct GenTargets {
 };
 // One launch fills Q, K and V (blockIdx.y picks the tensor): fewer commands
 // per timed launch, so a batch of them fits in the launch queue.
-__global__ void gen_normal_kernel(GenTargets t, uint64_t seed, int bf16) {
+__global__ void gen_normal_kernel(GenTargets t, uint64_t seed, int bf16, int zeros) {
   uint16_t* dst = t.ptr[blockIdx.y];
   const int64_t n = t.n[blockIdx.y];
   const uint64_t s = mix64(seed * 3 + blockIdx.y);
@@ -48,7 +48,7 @@ __global__ void gen_normal_kernel(GenTargets t, uint64_t seed, int bf16) {
     const float u1 = (static_cast<float>(h >> 40) + 1.0f) * (1.0f / 16777216.0f);
     const float u2 = static_cast<float>((h >> 8) & 0xFFFFFF) * (1.0f / 16777216.0f);
     const float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-    dst[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(z)) : __half_as_ushort(__float2half_rn(z));
+    dst[i] = zeros ? uint16_t{0} : bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(z)) : __half_as_ushort(__float2half_rn(z));
   }
 }
 
@@ -72,7 +72,7 @@ __global__ void hold_kernel(volatile int* flags, int slot) {
     if (flags[slot]) return;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - t0 < 200000000ull);
-  flags[2] = 1;
+  flags[2] += 1;  // one hold at a time (stream order): no race
 }
 
 // ---------------------------------------------------------------------------
@@ -353,10 +353,10 @@ void Workspace::download(std::vector<uint16_t>& o, std::vector<uint32_t>& lse) {
   WS_CUDA(cudaMemcpy(lse.data(), lse_, lse.size() * 4, cudaMemcpyDeviceToHost));
 }
 
-void Workspace::generate_values(uint64_t seed, cudaStream_t stream) {
+void Workspace::generate_values(uint64_t seed, cudaStream_t stream, bool zeros) {
   const GenTargets t{{static_cast<uint16_t*>(q_), static_cast<uint16_t*>(k_), static_cast<uint16_t*>(v_)},
                      {p_.q_elems(), p_.k_elems(), p_.k_elems()}};
-  gen_normal_kernel<<<dim3(512, 3), 256, 0, stream>>>(t, seed, p_.dtype == DType::kBFloat16 ? 1 : 0);
+  gen_normal_kernel<<<dim3(512, 3), 256, 0, stream>>>(t, seed, p_.dtype == DType::kBFloat16 ? 1 : 0, zeros ? 1 : 0);
   WS_CUDA(cudaGetLastError());
 }
 
@@ -398,6 +398,6 @@ void StreamHold::release(int slot) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   host_[slot] = 1;
 }
-bool StreamHold::timed_out() const { return host_ && host_[2] != 0; }
+int StreamHold::timeouts() const { return host_ ? host_[2] : 0; }
 
 }  // namespace dhp::gates

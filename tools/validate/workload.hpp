@@ -65,8 +65,9 @@ class Workspace {
   void download(std::vector<uint16_t>& o, std::vector<uint32_t>& lse);
   // Timing-test preparation, enqueued on `stream` (all device-side, so the
   // host stages nothing that a later launch could overwrite):
-  // Q/K/V from a counter-based normal generator with this seed ...
-  void generate_values(uint64_t seed, cudaStream_t stream);
+  // Q/K/V from a counter-based normal generator with this seed (or all
+  // zeros, in the same launch) ...
+  void generate_values(uint64_t seed, cudaStream_t stream, bool zeros = false);
   // ... and lengths set from values passed by value (B <= 64).
   void set_lengths(const std::vector<int32_t>& lq, const std::vector<int32_t>& lk, cudaStream_t stream);
 
@@ -91,7 +92,7 @@ class StreamHold {
   ~StreamHold();
   void hold(int slot, cudaStream_t stream);  // a kernel that spins until release(slot), or 200 ms
   void release(int slot);
-  bool timed_out() const;  // some hold ran out: its batch may have waited for the host
+  int timeouts() const;  // holds that ran out: those batches may have waited for the host
  private:
   volatile int* host_ = nullptr;  // mapped: [0..1] release flags, [2] timeout seen
   int* dev_ = nullptr;
