@@ -75,8 +75,9 @@ def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None, s
     _core.check_scale(scale)
     if not isinstance(layout, str):
         raise ValueError(f"layout: must be 'bshd' or 'bhsd', got {layout!r}")
-    o, lse = torch.ops.dhp.attention(q, k, v, seqlens, seqlens_q, seqlens_k, causal,
-                                     None if scale is None else float(scale), return_lse, layout)
+    args = (q, k, v, seqlens, seqlens_q, seqlens_k, causal, None if scale is None else float(scale), return_lse,
+            layout)
+    o, lse = _torch_ops.forward(*args) if _torch_ops.direct_ok(q, k, v) else torch.ops.dhp.attention(*args)
     return (o, lse) if return_lse else o
 
 

@@ -68,8 +68,14 @@ _DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan"
                    10: "rocm", 13: "cuda", 14: "oneapi"}
 
 
+_TORCH_DTYPES = {} if torch is None else {
+    torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32", torch.int32: "int32",
+    torch.int64: "int64"}
+
+
 def _torch_dtype_name(dtype) -> str:
-    return str(dtype).replace("torch.", "")
+    name = _TORCH_DTYPES.get(dtype)
+    return name if name is not None else str(dtype).replace("torch.", "")
 
 
 def torch_info(t, with_ptr: bool = True) -> ArrayInfo:

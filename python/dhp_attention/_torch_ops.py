@@ -45,19 +45,37 @@ except AttributeError:  # pragma: no cover - other torch builds
         return torch.cuda.current_stream(index).cuda_stream
 
 
-@torch.library.custom_op("dhp::attention", mutates_args=())
-def attention_op(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], seqlens_q: Optional[Tensor],
-                 seqlens_k: Optional[Tensor], causal: bool, scale: Optional[float], return_lse: bool,
-                 layout: str) -> tuple[Tensor, Tensor]:
+def forward(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], seqlens_q: Optional[Tensor],
+            seqlens_k: Optional[Tensor], causal: bool, scale: Optional[float], return_lse: bool,
+            layout: str) -> tuple[Tensor, Tensor]:
     """softmax(q kᵀ · scale) v; returns (o, lse), lse empty unless return_lse."""
     qi, ki, vi, si, sqi, ski = _infos(q, k, v, seqlens, seqlens_q, seqlens_k, True)
     p = _core.check(qi, ki, vi, layout=layout, causal=causal, scale=scale, seqlens=si, seqlens_q=sqi,
                     seqlens_k=ski)
     o, lse = _outputs(p, layout, return_lse, q.device)
-    _core.launch(p, qi, ki, vi, o.data_ptr(), _core.check_out(_core.torch_info(o), p, qi, layout, "o"),
-                 lse_ptr=lse.data_ptr() if return_lse else 0, causal=causal, scale=scale, seqlens=si,
-                 seqlens_q=sqi, seqlens_k=ski, stream=_raw_stream(q.device.index))
+    H, D = p.heads_q, p.head_dim
+    o_strides = (p.seqlen_q * H * D, H * D, D)  # (batch, seq, head) of the BSHD memory _outputs made
+    _core.launch(p, qi, ki, vi, o.data_ptr(), o_strides, lse_ptr=lse.data_ptr() if return_lse else 0,
+                 causal=causal, scale=scale, seqlens=si, seqlens_q=sqi, seqlens_k=ski,
+                 stream=_raw_stream(q.device.index))
     return o, lse
+
+
+attention_op = torch.library.custom_op("dhp::attention", forward, mutates_args=())
+
+_Tensor = torch.Tensor
+
+
+def direct_ok(q, k, v) -> bool:
+    """True when a call may skip the dispatcher and run `forward` itself: eager
+    mode, plain tensors, no autograd graph to record, no dispatch or function
+    mode (fake tensors, tracing, profilers' modes all take the operator). The
+    operator's Python dispatch costs about 20 µs a call, more than the kernel
+    of a small problem; the result is the same bits either way."""
+    return (not torch.compiler.is_compiling() and type(q) is _Tensor and type(k) is _Tensor
+            and type(v) is _Tensor and q.is_cuda
+            and not (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
+            and torch._C._len_torch_dispatch_stack() == 0 and not torch._C._is_torch_function_mode_enabled())
 
 
 @attention_op.register_fake

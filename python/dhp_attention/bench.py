@@ -304,6 +304,8 @@ def plot(rows, path) -> str:
                 if pts:
                     ax.plot(*zip(*pts), marker="o", label=name, linewidth=2.5 if name == "dhp" else 1.2)
             ax.set_xscale("log", base=2)
+            ax.set_xticks([r["S"] for r in sel], [f"{r['S'] // 1024}k" if r["S"] >= 1024 else str(r["S"])
+                                                  for r in sel])
             ax.set_title(f"{dt}, D={D}, {'causal' if causal else 'no mask'}", fontsize=10)
             ax.set_xlabel("sequence length")
             ax.set_ylabel("TFLOP/s")

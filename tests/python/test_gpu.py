@@ -203,6 +203,21 @@ def test_cuda_graph_capture_and_replay():
         assert torch.equal(o, dhp_attention.attention(q, k, v, seqlens=lens, causal=True))
 
 
+def test_direct_eager_path_equals_the_operator():
+    from dhp_attention import _torch_ops
+
+    q, k, v = make_qkv(2, 300, 300, 8, 2, 128, torch.bfloat16, "bhsd")
+    lens = _lengths(2, 300)
+    assert _torch_ops.direct_ok(q, k, v)
+    a = dhp_attention.attention(q, k, v, seqlens=lens, causal=True, return_lse=True, layout="bhsd")
+    b = torch.ops.dhp.attention(q, k, v, lens, None, None, True, None, True, "bhsd")
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and a[0].stride() == b[0].stride()
+    q.requires_grad_(True)
+    assert not _torch_ops.direct_ok(q, k, v)  # autograd must see the operator
+    with torch.no_grad():
+        assert _torch_ops.direct_ok(q, k, v)
+
+
 def test_forward_only_backward_raises():
     q, k, v = make_qkv(1, 64, 64, 2, 2, 64, torch.float16)
     q.requires_grad_(True)
