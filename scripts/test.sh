@@ -2,10 +2,18 @@
 # Builds everything and runs all the tests (CPU tests everywhere; GPU tests
 # run on a GPU machine and print "skipped: no CUDA device" elsewhere).
 # Usage: scripts/test.sh [preset]   (default: release = sm_80 + sm_90a)
+# The Python tests (tests/python) run too when $DHP_PYTHON (default python3)
+# has nanobind, pytest and numpy: the module is built in the same tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
-cmake --preset "$preset" >/dev/null
+py="${DHP_PYTHON:-python3}"
+if "$py" -c "import nanobind, pytest, numpy" 2>/dev/null; then
+  py_flags=(-DDHP_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$(command -v "$py")")
+else
+  py_flags=(-DDHP_BUILD_PYTHON=OFF)
+fi
+cmake --preset "$preset" "${py_flags[@]}" >/dev/null
 cmake --build --preset "$preset"
 log=$(mktemp)
 set +e
@@ -28,4 +36,23 @@ failed=${failed:-0}
 skipped=$(grep -cE "\(Skipped\)$" "$log" || true)
 rm -f "$log"
 echo "ctest: $(( total - failed - skipped )) passed, ${failed} failed, ${skipped} skipped"
+c_passed=$(( total - failed - skipped )); c_failed=$failed; c_skipped=$skipped
+
+# Python: the package from the build tree; GPU tests print "skipped: no CUDA device".
+if [ "${py_flags[0]}" = "-DDHP_BUILD_PYTHON=ON" ]; then
+  set +e
+  PYTHONPATH="build/$preset/python" "$py" -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$log"
+  py_rc=${PIPESTATUS[0]}
+  set -e
+  count() { grep -E "^=*.* in [0-9.]+s" "$log" | tail -1 | grep -oE "[0-9]+ $1" | grep -oE "^[0-9]+" || echo 0; }
+  p_passed=$(count passed); p_failed=$(( $(count failed) + $(count error) )); p_skipped=$(count skipped)
+  rm -f "$log"
+  [ "$py_rc" -ne 0 ] && [ "$p_failed" -eq 0 ] && p_failed=1  # a crash or collection error counts
+  echo "pytest: ${p_passed} passed, ${p_failed} failed, ${p_skipped} skipped"
+  [ "$rc" -eq 0 ] && rc=$py_rc
+else
+  echo "pytest: skipped: nanobind, pytest or numpy not installed for $py (pip install nanobind pytest numpy)"
+  p_passed=0; p_failed=0; p_skipped=0
+fi
+echo "all: $(( c_passed + p_passed )) passed, $(( c_failed + p_failed )) failed, $(( c_skipped + p_skipped )) skipped"
 exit "$rc"
