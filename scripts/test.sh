@@ -37,6 +37,9 @@ skipped=$(grep -cE "\(Skipped\)$" "$log" || true)
 rm -f "$log"
 echo "ctest: $(( total - failed - skipped )) passed, ${failed} failed, ${skipped} skipped"
 c_passed=$(( total - failed - skipped )); c_failed=$failed; c_skipped=$skipped
+# Gate 2 (ctest audit_library): the SASS audit of every shipped kernel.
+audit_line=$(grep -m1 "^verdict:" "build/$preset/Testing/Temporary/LastTest.log" 2>/dev/null || true)
+echo "dhp-audit (shipped kernels): ${audit_line:-not run}"
 
 # Python: the package from the build tree; GPU tests print "skipped: no CUDA device".
 if [ "${py_flags[0]}" = "-DDHP_BUILD_PYTHON=ON" ]; then
