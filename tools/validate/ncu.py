@@ -128,7 +128,6 @@ PERF = [
     ("shared memory per block, dynamic (B)", "launch__shared_mem_per_block_dynamic", 1),
     ("shared memory per block, static (B)", "launch__shared_mem_per_block_static", 1),
     ("achieved occupancy (% of max warps)", "sm__warps_active.avg.pct_of_peak_sustained_active", 1),
-    ("theoretical occupancy (%)", "sm__maximum_warps_per_active_cycle_pct", 1),
     ("grid size (CTAs)", "launch__grid_size", 1),
     ("block size (threads)", "launch__block_size", 1),
     ("SM clock (MHz)", "smsp__cycles_elapsed.avg.per_second", 1e-6),
