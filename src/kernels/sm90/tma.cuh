@@ -1,0 +1,55 @@
+// Hopper TMA and mbarrier vocabulary, on CCCL's cuda::ptx: what the
+// producer warp issues and the consumers wait on.
+//
+// Constant-time notes: every tile coordinate passed to a TMA copy must be
+// computed from public values (block index, public S_max, loop counters);
+// rows beyond the tensor's public extent are zero-filled by the copy engine,
+// so no bounds branch is needed. The expected transaction byte count is a
+// compile-time tile size. A try_wait spin loop's exit depends on when those
+// public byte counts land, not on data (dhp-audit treats the phase result
+// as public and requires the count and address to be public).
+#pragma once
+
+#include <cuda/ptx>
+#include <cstdint>
+
+namespace dhp::sm90::tma {
+
+// One mbarrier per pipeline stage, in shared memory.
+__device__ __forceinline__ void barrier_init(uint64_t* bar, uint32_t arrivals) {
+  cuda::ptx::mbarrier_init(bar, arrivals);
+}
+// Makes barrier initialisation visible to the async proxy (TMA) before use.
+__device__ __forceinline__ void barrier_init_fence() {
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+}
+// Producer: arrive and announce `bytes` to be delivered by TMA copies.
+__device__ __forceinline__ void arrive_expect_bytes(uint64_t* bar, uint32_t bytes) {
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
+                                       bytes);
+}
+// Consumer: plain arrival (e.g. "this stage's buffer is free again").
+__device__ __forceinline__ void arrive(uint64_t* bar) { (void)cuda::ptx::mbarrier_arrive(bar); }
+// Blocks until the barrier's phase with parity `phase` has completed.
+__device__ __forceinline__ void wait(uint64_t* bar, uint32_t phase) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, phase)) {
+  }
+}
+
+// 2-D tile copy global -> shared (coordinates: innermost first), completion
+// counted on `bar`.
+__device__ __forceinline__ void load_2d(void* smem_dst, const void* tensor_map, int32_t c0, int32_t c1,
+                                        uint64_t* bar) {
+  const int32_t coords[2] = {c0, c1};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem_dst, tensor_map, coords,
+                                  bar);
+}
+// 4-D tile copy (attention tensors: d, sequence, head, batch).
+__device__ __forceinline__ void load_4d(void* smem_dst, const void* tensor_map, int32_t c0, int32_t c1, int32_t c2,
+                                        int32_t c3, uint64_t* bar) {
+  const int32_t coords[4] = {c0, c1, c2, c3};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem_dst, tensor_map, coords,
+                                  bar);
+}
+
+}  // namespace dhp::sm90::tma
