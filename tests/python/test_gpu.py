@@ -124,6 +124,44 @@ def test_attention_into_with_poisoned_output_writes_every_element():
     _check(out, lse, ro, rlse, "float16", "attention_into")
 
 
+class _DLPackOnly:
+    """Exposes a tensor through DLPack alone (no torch type, no CUDA array interface)."""
+
+    def __init__(self, t):
+        self._t = t
+
+    def __dlpack__(self, **kw):
+        return self._t.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+def test_attention_into_through_dlpack():
+    q, k, v = make_qkv(2, 192, 192, 4, 2, 128, torch.bfloat16)
+    out = torch.full_like(q, float("nan"))
+    lens = _lengths(2, 192)
+    torch.cuda.synchronize()  # the DLPack export orders the legacy default stream; start from a clean state
+    dhp_attention.attention_into(*(_DLPackOnly(t) for t in (q, k, v, out)), seqlens=_DLPackOnly(lens),
+                                 causal=True, stream=torch.cuda.current_stream())
+    torch.cuda.synchronize()
+    ro, _ = reference(q, k, v, seqlens=lens, causal=True)
+    assert rel_l2(out, ro) < TOL["bfloat16"]
+
+
+def test_attention_into_with_cupy_arrays():
+    cp = pytest.importorskip("cupy", reason="skipped: CuPy not installed")
+    q, k, v = make_qkv(1, 256, 256, 8, 8, 64, torch.float16)
+    cq, ck, cv = (cp.asarray(t) for t in (q, k, v))  # through __cuda_array_interface__, shared memory
+    cout = cp.full(cq.shape, cp.nan, dtype=cp.float16)
+    stream = cp.cuda.Stream(non_blocking=True)
+    torch.cuda.synchronize()
+    dhp_attention.attention_into(cq, ck, cv, cout, causal=True, stream=stream)
+    stream.synchronize()
+    ro, _ = reference(q, k, v, causal=True)
+    assert rel_l2(torch.as_tensor(cout, device="cuda"), ro) < TOL["float16"]
+
+
 def test_gpu_argument_errors():
     q, k, v = make_qkv(2, 64, 64, 4, 4, 64, torch.float16)
     with pytest.raises(ValueError, match=r"^seqlens: must be on q's device|^seqlens: must be on a CUDA device"):

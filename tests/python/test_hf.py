@@ -151,3 +151,16 @@ def test_llama_left_padding_raises(hf):
     ids = torch.randint(0, 512, (2, 16), device="cuda")
     with torch.no_grad(), pytest.raises(ValueError, match="right padding"):
         model(input_ids=ids, attention_mask=_mask([16, 9], 16, left=True).cuda())
+
+
+@needs_gpu
+def test_llama_under_torch_compile_fullgraph(hf):
+    torch._dynamo.reset()
+    model = _model("dhp", int(torch.randint(0, 2**31, ())))
+    ids = torch.randint(0, 512, (2, 64), device="cuda")
+    mask = _mask([64, 23], 64).cuda()
+    with torch.no_grad():
+        eager = model(input_ids=ids, attention_mask=mask).logits
+        compiled = torch.compile(model, fullgraph=True)(input_ids=ids, attention_mask=mask).logits
+    real = mask.bool()
+    torch.testing.assert_close(compiled[real].float(), eager[real].float(), atol=2e-2, rtol=2e-2)

@@ -22,6 +22,7 @@ import logging
 from typing import Optional
 
 import torch
+from transformers import masking_utils as _mu
 
 import dhp_attention
 
@@ -69,15 +70,13 @@ def _right_padding_lengths(mask: torch.Tensor, name: str) -> torch.Tensor:
 def dhp_mask(batch_size: int, q_length: int, kv_length: int, q_offset=0, kv_offset: int = 0,
              mask_function=None, attention_mask: Optional[torch.Tensor] = None, **kwargs):
     """AttentionMaskInterface entry: returns None (no padding) or PaddingLengths."""
-    from transformers import masking_utils as mu
-
-    if mask_function not in (None, mu.causal_mask_function, mu.bidirectional_mask_function):
+    if mask_function not in (None, _mu.causal_mask_function, _mu.bidirectional_mask_function):
         raise ValueError("dhp attention supports causal or bidirectional masks with right padding only; got mask "
                          f"function {getattr(mask_function, '__qualname__', mask_function)} (sliding-window, "
                          "chunked, packed-sequence or custom masks)")
     if not isinstance(kv_offset, int) or kv_offset != 0:
         raise ValueError(f"dhp attention: kv_offset {kv_offset} (a sliding or chunked cache) is not supported")
-    bidirectional = mask_function is mu.bidirectional_mask_function
+    bidirectional = mask_function is _mu.bidirectional_mask_function
     if attention_mask is not None:
         attention_mask = attention_mask[:, -kv_length:]
         if attention_mask.shape[-1] != kv_length:
@@ -136,8 +135,7 @@ def register(name: str = NAME) -> str:
     """Registers the attention function and its mask builder under `name`
     (default "dhp"); returns the name to pass as attn_implementation."""
     from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface
 
     AttentionInterface.register(name, dhp_attention_forward)
-    AttentionMaskInterface.register(name, dhp_mask)
+    _mu.AttentionMaskInterface.register(name, dhp_mask)
     return name
