@@ -58,6 +58,7 @@ def environment() -> dict:
             "capability": f"{p.major}.{p.minor}", "driver": driver, "torch": torch.__version__,
             "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
             "dhp_attention": dhp_attention.__version__, "python": platform.python_version(),
+            "dhp_kernel_env": os.environ.get("DHP_KERNEL", ""),  # kernel choice, when the library reads one
             "command": " ".join(["python -m dhp_attention.bench"] + sys.argv[1:]),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
