@@ -4,11 +4,13 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "dhp/attention.hpp"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/launch.hpp"
+#include "kernels/sm90/launch.hpp"
 
 namespace dhp {
 namespace {
@@ -18,6 +20,17 @@ Status cuda_failure(const char* what, cudaError_t err) {
 }
 
 // Compute capability of the current device, or an error status.
+// Kernel choice on cc 9.0. DHP_KERNEL=hopper selects the wgmma + TMA kernel
+// (v2a, being validated: not yet the default); unset or "portable": the
+// mma.sync kernel.
+bool hopper_selected() {
+  static const bool selected = [] {
+    const char* v = std::getenv("DHP_KERNEL");
+    return v != nullptr && std::string(v) == "hopper";
+  }();
+  return selected;
+}
+
 Status current_device_cc(int* major) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
@@ -88,6 +101,18 @@ Status attention_forward(const Params& p) {
       {sm80::launch_forward_bf16_d64, sm80::launch_forward_bf16_d128, sm80::launch_forward_bf16_d256}};
   const int dtype_index = p.dtype == DHP_BFLOAT16 ? 1 : 0;
   const int dim_index = p.head_dim == 64 ? 0 : (p.head_dim == 128 ? 1 : 2);
+#if defined(DHP_HAVE_SM90)
+  static constexpr Launch kSm90Table[2][3] = {
+      {sm90::launch_forward_fp16_d64, sm90::launch_forward_fp16_d128, sm90::launch_forward_fp16_d256},
+      {sm90::launch_forward_bf16_d64, sm90::launch_forward_bf16_d128, sm90::launch_forward_bf16_d256}};
+  if (major == 9 && hopper_selected()) {
+    // cudaErrorNotSupported: not expressible as TMA tensor maps (a base or a
+    // stride not 16-byte aligned); nothing was launched, use the portable kernel.
+    const cudaError_t e = kSm90Table[dtype_index][dim_index](a, has_lengths, stream);
+    if (e == cudaSuccess) return {};
+    if (e != cudaErrorNotSupported) return cuda_failure("kernel launch", e);
+  }
+#endif
   const cudaError_t err = kTable[dtype_index][dim_index](a, has_lengths, stream);
   if (err != cudaSuccess) return cuda_failure("kernel launch", err);
   return {};

@@ -11,17 +11,9 @@ template <typename Traits>
 cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   auto* kernel = &attention_forward_sm80<Traits>;
   constexpr int kSmem = Traits::kSmemBytes;
-  // Raising the dynamic shared-memory cap is per-function and idempotent;
-  // it costs a driver call, so do it once per instantiation and device.
   static thread_local int configured_device = -1;
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  if (configured_device != device) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-    if (err != cudaSuccess) return err;
-    configured_device = device;
-  }
+  if (const cudaError_t err = kernels::ensure_smem_limit(kernel, kSmem, configured_device); err != cudaSuccess)
+    return err;
   const dim3 grid((a.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, a.heads_q, a.batch);
   kernel<<<grid, Traits::kThreads, kSmem, stream>>>(a);
   return cudaGetLastError();

@@ -3,16 +3,11 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "kernels/forward_args.hpp"
+#include "kernels/common/launch_util.hpp"
 
 namespace dhp::sm80 {
 
 // has_lengths selects the instantiation that masks by select in every tile.
-cudaError_t launch_forward_fp16_d64(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);
-cudaError_t launch_forward_fp16_d128(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);
-cudaError_t launch_forward_fp16_d256(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);
-cudaError_t launch_forward_bf16_d64(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);
-cudaError_t launch_forward_bf16_d128(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);
-cudaError_t launch_forward_bf16_d256(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);
+DHP_DECLARE_FORWARD_LAUNCHERS
 
 }  // namespace dhp::sm80

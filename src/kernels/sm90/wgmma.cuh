@@ -76,7 +76,6 @@ __host__ __device__ constexpr uint32_t sw128_offset(uint32_t row, uint32_t col, 
   return block * rows * 128 + row * 128 + ((((in_row >> 4) ^ (row & 7)) << 4) | (in_row & 15));
 }
 
-#if defined(__CUDA_ARCH__)
 namespace wg {
 
 // Orders this warpgroup's prior register / shared-memory writes before the
@@ -103,6 +102,5 @@ struct MmaSS;
 template <DType T, int N>
 struct MmaRS;
 #include "wgmma_ops.inc"
-#endif
 
 }  // namespace dhp::sm90

@@ -1,0 +1,36 @@
+// Host helpers shared by the kernels' launch code.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/forward_args.hpp"
+
+// Declares launch_forward_<dtype>_d<D>(args, has_lengths, stream) for every
+// (dtype, head dim) the library instantiates; each kernel family defines
+// them in its instantiate_*.cu units.
+#define DHP_DECLARE_FORWARD_LAUNCHERS                                                                 \
+  cudaError_t launch_forward_fp16_d64(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);  \
+  cudaError_t launch_forward_fp16_d128(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s); \
+  cudaError_t launch_forward_fp16_d256(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s); \
+  cudaError_t launch_forward_bf16_d64(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);  \
+  cudaError_t launch_forward_bf16_d128(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s); \
+  cudaError_t launch_forward_bf16_d256(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s);
+
+namespace dhp::kernels {
+
+// Raises a kernel's dynamic shared-memory cap to `bytes` on the current
+// device. Per function and idempotent, but a driver call: done once per
+// instantiation (the static lives in the caller's template) and device.
+template <typename Kernel>
+cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device) {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  if (configured_device != device) {
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (err != cudaSuccess) return err;
+    configured_device = device;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace dhp::kernels

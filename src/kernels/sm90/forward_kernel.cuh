@@ -1,0 +1,92 @@
+// The Hopper (sm_90a) constant-time attention forward kernel, version v2a:
+// TMA loads into a two-stage shared-memory ring, wgmma for both GEMMs, one
+// producer and two consumer warpgroups (warp specialisation with
+// setmaxnreg). Same contract as the portable kernel: the key loop's trip
+// count is public, masking is by select (in every tile when lengths are
+// secret), every output row < S_q is written, and the epilogue is shared.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "kernels/common/ct.cuh"
+#include "kernels/forward_args.hpp"
+#include "kernels/sm80/epilogue.cuh"
+#include "kernels/sm80/forward_kernel.cuh"
+#include "kernels/sm90/kernel_traits.cuh"
+#include "kernels/sm90/mainloop.cuh"
+#include "kernels/sm90/producer.cuh"
+#include "kernels/sm90/tma.cuh"
+
+namespace dhp::sm90 {
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    attention_forward_sm90(const __grid_constant__ kernels::ForwardArgs args,
+                           const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                           const __grid_constant__ CUtensorMap tm_v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using T = typename Traits::T;
+  constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, D = Traits::kHeadDim, S = Traits::kStages;
+  extern __shared__ uint8_t smem_raw[];
+  // Tiles need 1024-byte alignment (128-B swizzle atoms); the launch adds slack.
+  auto& st = *reinterpret_cast<SharedStorage<Traits>*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+
+  const int tid = threadIdx.x, wg_index = tid / 128;
+  const int32_t m_block = args.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest first
+  const int32_t head = blockIdx.y, batch = blockIdx.z, head_kv = head / args.kv_group;
+  const int32_t m0 = m_block * BM;
+  const sm80::KeyTileRange<BM, BN> range(args, m0);
+
+  if (tid == 0) {
+    tma::barrier_init(&st.q_full, 1);
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      tma::barrier_init(&st.k_full[s], 1);
+      tma::barrier_init(&st.v_full[s], 1);
+      tma::barrier_init(&st.k_empty[s], 256);
+      tma::barrier_init(&st.v_empty[s], 256);
+      tma::barrier_init(&st.v_ready[s], 128);
+    }
+    tma::barrier_init_fence();
+    int32_t lq = args.seqlen_q, lk = args.seqlen_k;
+    if constexpr (Traits::kHasLengths) {
+      // Secret values from public addresses, clamped arithmetically.
+      if (args.lens_q != nullptr) lq = ct::ct_clamp(args.lens_q[batch], 0, args.seqlen_q);  // public test
+      if (args.lens_k != nullptr) lk = ct::ct_clamp(args.lens_k[batch], 0, args.seqlen_k);  // public test
+    }
+    st.lens[0] = lq;
+    st.lens[1] = lk;
+  }
+  __syncthreads();
+
+  if (wg_index == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
+    run_producer<Traits>(st, &tm_q, &tm_k, &tm_v, m0, head, head_kv, batch, range.n_end, tid);
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
+  const int g = wg_index - 1, wtid = tid - 128 * wg_index;
+  float o[D / 2];
+  sm80::OnlineSoftmax<1> sm;
+  run_consumer<Traits>(st, args, range, m0, g, wtid, o, sm);
+
+  // Both consumer warpgroups are done with Q: its buffer stages O.
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  int32_t L_q = args.seqlen_q;
+  if constexpr (Traits::kHasLengths)
+    asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_q) : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(st.lens))));
+  const int warp_row0 = 64 * g + 16 * (wtid / 32);
+  const int64_t lse_row0 = (static_cast<int64_t>(batch) * args.heads_q + head) * args.seqlen_q + m0;
+  sm80::write_output<T, 1, D / 8, 16, BM, D>(
+      as_frag<D>(o), sm, L_q, args.scale_log2, sm80::SmemTile<BM, D>{static_cast<uint32_t>(__cvta_generic_to_shared(st.q))},
+      warp_row0, m0 + warp_row0, args.seqlen_q,
+      static_cast<T*>(args.o) + batch * args.o_stride_batch + head * args.o_stride_head +
+          static_cast<int64_t>(m0) * args.o_stride_seq,
+      args.o_stride_seq, args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+#endif
+}
+
+}  // namespace dhp::sm90

@@ -1,0 +1,4 @@
+// bf16, head dim 64: one translation unit so the build parallelises.
+#include "kernels/sm90/launch.cuh"
+
+DHP_SM90_DEFINE_LAUNCH(bf16_d64, __nv_bfloat16, 64)

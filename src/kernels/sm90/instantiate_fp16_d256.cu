@@ -1,0 +1,4 @@
+// fp16, head dim 256: one translation unit so the build parallelises.
+#include "kernels/sm90/launch.cuh"
+
+DHP_SM90_DEFINE_LAUNCH(fp16_d256, __half, 256)

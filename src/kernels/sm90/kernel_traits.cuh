@@ -1,0 +1,60 @@
+// Tile shapes and shared-memory layout of the Hopper kernel, per head dim.
+//
+// CTA = 3 warpgroups: WG0 produces (TMA), WG1 and WG2 consume, 64 query
+// rows each (BM = 128). Tiles live in shared memory in the 128-byte swizzled
+// layout TMA writes and wgmma reads: column blocks of 64 elements (128 B per
+// row), each block `rows` x 128 B, 1024-byte aligned.
+#pragma once
+
+#include <cstdint>
+
+namespace dhp::sm90 {
+
+template <int D>
+struct Sm90Config;
+// Key tile: as wide as registers allow (S tile = BN/2 fp32 registers, O =
+// D/2) with two K/V stages in shared memory.
+template <>
+struct Sm90Config<64> {
+  static constexpr int kBlockN = 128;
+};
+template <>
+struct Sm90Config<128> {
+  static constexpr int kBlockN = 128;
+};
+template <>
+struct Sm90Config<256> {
+  static constexpr int kBlockN = 64;
+};
+
+template <typename T_, int D, bool HAS_LENGTHS_>
+struct Sm90Traits : Sm90Config<D> {
+  using T = T_;
+  static constexpr int kHeadDim = D;
+  static constexpr bool kHasLengths = HAS_LENGTHS_;
+  static constexpr int kBlockM = 128;      // two consumer warpgroups x 64 rows
+  static constexpr int kBlockN = Sm90Config<D>::kBlockN;
+  static constexpr int kStages = 2;
+  static constexpr int kThreads = 384;
+  static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
+  static constexpr int kQBytes = kBlockM * D * 2;
+  static constexpr int kKVBytes = kBlockN * D * 2;
+  // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K.
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 232;
+};
+
+// Shared memory: tiles first (1024-B aligned), barriers and lengths last.
+template <typename Traits>
+struct SharedStorage {
+  alignas(1024) uint8_t q[Traits::kQBytes];  // reused to stage O in the epilogue
+  alignas(1024) uint8_t k[Traits::kStages][Traits::kKVBytes];
+  alignas(1024) uint8_t v[Traits::kStages][Traits::kKVBytes];
+  alignas(8) uint64_t q_full;
+  uint64_t k_full[Traits::kStages], k_empty[Traits::kStages];
+  uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
+  uint64_t v_ready[Traits::kStages];  // secret lengths: V rows past L_k zeroed
+  int32_t lens[2];                    // L_q, L_k (secret; clamped)
+};
+
+}  // namespace dhp::sm90

@@ -1,0 +1,63 @@
+// Launch template shared by the Hopper instantiation units: tensor maps for
+// Q, K, V (4-D: d, sequence, head, batch; 64-element boxes with the 128-byte
+// swizzle), shared-memory size, grid.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "kernels/sm90/forward_kernel.cuh"
+#include "kernels/sm90/launch.hpp"
+#include "kernels/sm90/tensor_map.hpp"
+
+namespace dhp::sm90 {
+
+// A [B, S, H, D] tensor (any strides, d contiguous) as a TMA tensor map with
+// `rows`-row boxes. Strides of size-1 dimensions are never used by a copy;
+// they are replaced by packed ones, which TMA accepts.
+template <typename T>
+bool make_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
+              int64_t s_head, int64_t s_batch, int rows) {
+  TensorMapSpec spec;
+  spec.rank = 4;
+  spec.bf16 = !std::is_same_v<T, __half>;
+  spec.dims[0] = D, spec.dims[1] = S, spec.dims[2] = H, spec.dims[3] = B;
+  const uint64_t seq = S > 1 ? s_seq * 2 : static_cast<uint64_t>(D) * 2;
+  const uint64_t head = H > 1 ? s_head * 2 : seq * S;
+  const uint64_t batch = B > 1 ? s_batch * 2 : head * H;
+  spec.strides_bytes[0] = seq, spec.strides_bytes[1] = head, spec.strides_bytes[2] = batch;
+  spec.box[0] = 64, spec.box[1] = rows, spec.box[2] = 1, spec.box[3] = 1;
+  return encode_tensor_map(m, base, spec).empty();
+}
+
+template <typename Traits>
+cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
+  using T = typename Traits::T;
+  constexpr int D = Traits::kHeadDim;
+  CUtensorMap tq, tk, tv;
+  if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
+                   Traits::kBlockM) ||
+      !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
+                   Traits::kBlockN) ||
+      !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch,
+                   Traits::kBlockN))
+    return cudaErrorNotSupported;
+  auto* kernel = &attention_forward_sm90<Traits>;
+  constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
+  static thread_local int configured_device = -1;
+  if (const cudaError_t err = kernels::ensure_smem_limit(kernel, kSmem, configured_device); err != cudaSuccess)
+    return err;
+  const dim3 grid((a.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, a.heads_q, a.batch);
+  kernel<<<grid, Traits::kThreads, kSmem, stream>>>(a, tq, tk, tv);
+  return cudaGetLastError();
+}
+
+}  // namespace dhp::sm90
+
+#define DHP_SM90_DEFINE_LAUNCH(NAME, TYPE, D)                                                          \
+  namespace dhp::sm90 {                                                                                \
+  cudaError_t launch_forward_##NAME(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s) { \
+    return has_lengths ? launch_forward<Sm90Traits<TYPE, D, true>>(a, s)                               \
+                       : launch_forward<Sm90Traits<TYPE, D, false>>(a, s);                             \
+  }                                                                                                    \
+  }
