@@ -46,6 +46,9 @@ def test_right_padding_becomes_lengths(hf):
     out = hf.dhp_mask(3, 2, 10, q_offset=8, mask_function=causal_mask_function, attention_mask=m)
     assert not out.shared and out.k.tolist() == [10, 4, 0] and out.q.tolist() == [2, -4, -8]
     assert hf.dhp_mask(3, 10, 10, mask_function=causal_mask_function, attention_mask=None) is None
+    # A static cache: 10 slots, 6 tokens seen; the empty slots are excluded as key padding.
+    out = hf.dhp_mask(3, 2, 10, q_offset=torch.tensor(4), mask_function=causal_mask_function, attention_mask=None)
+    assert out.k.tolist() == [6, 6, 6] and out.q.tolist() == [2, 2, 2] and out.k.is_contiguous()
 
 
 @pytest.mark.parametrize("what", ["left", "holes", "sliding", "kv_offset"])

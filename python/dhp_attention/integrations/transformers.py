@@ -85,7 +85,8 @@ def dhp_mask(batch_size: int, q_length: int, kv_length: int, q_offset=0, kv_offs
         lk = _right_padding_lengths(attention_mask, "attention_mask")
     elif isinstance(q_offset, torch.Tensor) or q_offset + q_length < kv_length:
         # A static cache: keys past the tokens seen so far are empty slots.
-        lk = (torch.as_tensor(q_offset, device=kwargs.get("device")) + q_length).to(torch.int32).expand(batch_size)
+        seen = torch.as_tensor(q_offset, device=kwargs.get("device")) + q_length
+        lk = seen.to(torch.int32).expand(batch_size).contiguous()
     else:
         return None
     if bidirectional:  # queries are not masked (padding rows as in SDPA); keys are
