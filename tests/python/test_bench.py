@@ -56,6 +56,14 @@ def test_table_shows_fail_not_a_number(bench):
     assert bad_cells[8] == "FAIL" and bad_cells[12] == "n/a" and bad_cells[13] == "FAIL"
 
 
+def test_a_failed_call_of_ours_is_a_fail(bench):
+    r = _row(bench)
+    del r["tflops"]["dhp"]
+    r["check"] = {"against": None, "rel_l2": None, "ok": False}
+    cells = [c.strip() for c in bench.table([r]).splitlines()[2].split("|")]
+    assert cells[8] == "FAIL" and cells[13] == "FAIL"
+
+
 def test_plot_writes_a_png(bench, tmp_path):
     pytest.importorskip("matplotlib", reason="skipped: matplotlib not installed")
     rows = [_row(bench, S=S, D=D, causal=c) for S in (512, 1024) for D in (64, 128) for c in (False, True)]
