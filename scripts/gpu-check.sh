@@ -19,6 +19,10 @@ grep -E "spill|Used [0-9]+ registers" "$out/build.log" | paste - - | sed 's/ptxa
 ctest --preset hopper --timeout 900 -j 4 > "$out/ctest.log" 2>&1
 ctest_rc=$?
 grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$out/ctest.log" | tail -15
+# ctest ran the GPU suite on the default kernel (Hopper on cc 9.0); run it
+# again on the portable kernel.
+DHP_KERNEL=portable build/hopper/tests/dhp_gpu_tests --gtest_brief=1 > "$out/gpu-tests-portable.log" 2>&1 || ctest_rc=1
+echo "GPU tests on the portable kernel: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/gpu-tests-portable.log" | tr '\n' ' ')"
 build/hopper/tools/dhp_demo 2>&1 | tee "$out/demo.log"
 build/hopper/tools/dhp_bench $quick --out "$out/bench.tsv" > "$out/bench.log" 2>&1
 python3 scripts/sdpa_compare.py "$out/bench.tsv" > "$out/compare.md" 2> "$out/compare.err" || cat "$out/compare.err"
