@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hopper kernel check on the GPU machine: build (sm_90a), run the GPU test
-# suite against the Hopper kernel (DHP_KERNEL=hopper) and the portable one,
-# then the quick benchmark with each. Logs to $OUT; a short table last.
+# suite against the Hopper kernel (v2a, DHP_KERNEL=hopper), its v2b main loop
+# (DHP_KERNEL=hopper-overlap) and the portable one, then the quick benchmark
+# with each. Logs to $OUT; a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-hopper-check-out}"
@@ -15,11 +16,14 @@ run_tests() {  # $1 = kernel
 }
 run_tests hopper
 grep -E "FAILED|Failure|error" "$out/tests-hopper.log" | head -20
+run_tests hopper-overlap
+grep -E "FAILED|Failure|error" "$out/tests-hopper-overlap.log" | head -20
 run_tests portable
-for k in hopper portable; do
+for k in hopper hopper-overlap portable; do
   DHP_KERNEL=$k timeout 240 build/hopper/tools/dhp_bench --quick --out "$out/bench-$k.tsv" > "$out/bench-$k.log" 2>&1
   echo "bench ($k): rc=$?"
 done
 echo "== spills =="; cat "$out/spills.txt"
-echo "== bench: hopper | portable =="
-paste "$out/bench-hopper.tsv" "$out/bench-portable.tsv" | head -40
+echo "== bench TFLOP/s: config | hopper | hopper-overlap | portable =="
+paste "$out/bench-hopper.tsv" "$out/bench-hopper-overlap.tsv" "$out/bench-portable.tsv" |
+  awk -F'\t' 'NR > 1 {print $1, "B" $2, "H" $3, "S" $4, "D" $5, ($6 == 1 ? "causal" : ""), "|", $9, "|", $18, "|", $27}'

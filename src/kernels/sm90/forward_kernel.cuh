@@ -16,6 +16,7 @@
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/mainloop.cuh"
+#include "kernels/sm90/mainloop_overlap.cuh"
 #include "kernels/sm90/producer.cuh"
 #include "kernels/sm90/tma.cuh"
 
@@ -71,7 +72,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;
   float o[D / 2];
   sm80::OnlineSoftmax<1> sm;
-  run_consumer<Traits>(st, args, range, m0, g, wtid, o, sm);
+  const ConsumerView<Traits> view(st, args, range, m0, g, wtid);
+  if constexpr (Traits::kOverlap)
+    run_consumer_overlapped<Traits>(view, o, sm);
+  else
+    run_consumer<Traits>(view, o, sm);
 
   // Both consumer warpgroups are done with Q: its buffer stages O.
   asm volatile("bar.sync 1, 256;\n" ::: "memory");

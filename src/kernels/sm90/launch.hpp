@@ -10,6 +10,10 @@
 
 namespace dhp::sm90 {
 
-DHP_DECLARE_FORWARD_LAUNCHERS
+DHP_DECLARE_FORWARD_LAUNCHERS  // v2a
+
+namespace overlap {
+DHP_DECLARE_FORWARD_LAUNCHERS  // v2b: intra-warpgroup overlap + ping-pong
+}
 
 }  // namespace dhp::sm90

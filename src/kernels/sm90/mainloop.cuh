@@ -36,32 +36,64 @@ constexpr DType dtype_of() {
   return std::is_same_v<T, __half> ? DType::F16 : DType::BF16;
 }
 
+// A consumer thread's place in the tile, shared by both main loops: its
+// first query row, where Q and the lengths live, and the select-based mask
+// of an S tile (in every tile when lengths are secret, else only where the
+// public structure needs it).
+template <typename Traits>
+struct ConsumerView {
+  using T = typename Traits::T;
+  static constexpr DType DT = dtype_of<T>();
+  static constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, D = Traits::kHeadDim, S = Traits::kStages;
+  using Range = sm80::KeyTileRange<BM, BN>;
+
+  SharedStorage<Traits>& st;
+  const kernels::ForwardArgs& args;
+  const Range& range;
+  int g, lane;
+  int32_t m0, first_row;
+  uint32_t lens_addr, q_base;
+
+  __device__ __forceinline__ ConsumerView(SharedStorage<Traits>& st_, const kernels::ForwardArgs& args_,
+                                          const Range& range_, int32_t m0_, int g_, int wtid)
+      : st(st_),
+        args(args_),
+        range(range_),
+        g(g_),
+        lane(wtid % 32),
+        m0(m0_),
+        first_row(m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
+        lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens))),
+        q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q)) + 64 * g_ * 128) {}
+
+  template <int NT>
+  __device__ __forceinline__ void mask(float (&s3)[1][NT][4], int32_t n) const {
+    int32_t L_q = args.seqlen_q, L_k = args.seqlen_k;
+    if constexpr (Traits::kHasLengths)  // secret, re-read at a fixed address
+      asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(L_q), "=r"(L_k) : "r"(lens_addr));
+    if (Traits::kHasLengths || range.needs_mask(args, n, m0)) {  // public unless kHasLengths
+      sm80::RowLimits<1> rows;
+      rows.init(first_row, L_q, L_k, args.causal != 0);
+      sm80::mask_scores(s3, n * Traits::kBlockN + 2 * (lane % 4), rows);
+    }
+  }
+};
+
 // Returns, through o and sm, the unnormalised O rows and the softmax state
 // of this warpgroup's 64 rows. g: consumer warpgroup (0, 1); wtid: thread in
 // the warpgroup.
-template <typename Traits>
-__device__ __forceinline__ void run_consumer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
-                                             const sm80::KeyTileRange<Traits::kBlockM, Traits::kBlockN>& range,
-                                             int32_t m0, int g, int wtid, float (&o)[Traits::kHeadDim / 2],
-                                             sm80::OnlineSoftmax<1>& sm) {
-  using T = typename Traits::T;
-  constexpr DType DT = dtype_of<T>();
-  constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, D = Traits::kHeadDim, S = Traits::kStages;
-  const int warp = wtid / 32, lane = wtid % 32;
-  const int32_t first_row = m0 + 64 * g + 16 * warp + lane / 4;
-  const uint32_t lens_addr = static_cast<uint32_t>(__cvta_generic_to_shared(st.lens));
-  auto lengths = [&](int32_t& L_q, int32_t& L_k) {
-    if constexpr (Traits::kHasLengths) {
-      asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(L_q), "=r"(L_k) : "r"(lens_addr));
-    } else {
-      L_q = args.seqlen_q;
-      L_k = args.seqlen_k;
-    }
-  };
+template <typename Traits, typename View = ConsumerView<Traits>>
+__device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2], sm80::OnlineSoftmax<1>& sm) {
+  using T = typename View::T;
+  constexpr DType DT = View::DT;
+  constexpr int BM = View::BM, BN = View::BN, D = View::D, S = View::S;
+  auto& st = view.st;
+  const auto& args = view.args;
+  const auto& range = view.range;
+  const uint32_t q_base = view.q_base;
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   sm.init();
-  const uint32_t q_base = static_cast<uint32_t>(__cvta_generic_to_shared(st.q)) + 64 * g * 128;
   tma::wait(&st.q_full, 0);
 
   for (int32_t it = 0; it < range.n_end; ++it) {  // public trip count
@@ -84,15 +116,8 @@ __device__ __forceinline__ void run_consumer(SharedStorage<Traits>& st, const ke
     tma::arrive(&st.k_empty[s]);
 
     auto& s3 = as_frag<BN>(sacc);
-    auto& o3 = as_frag<D>(o);
-    int32_t L_q, L_k;
-    lengths(L_q, L_k);
-    if (Traits::kHasLengths || range.needs_mask(args, n, m0)) {  // public unless kHasLengths
-      sm80::RowLimits<1> rows;
-      rows.init(first_row, L_q, L_k, args.causal != 0);
-      sm80::mask_scores(s3, n * BN + 2 * (lane % 4), rows);
-    }
-    sm.update(s3, o3, args.scale_log2);
+    view.mask(s3, n);
+    sm.update(s3, as_frag<D>(o), args.scale_log2);
     // P as the A operand: registers 8k..8k+7 of S hold keys 16k..16k+15.
     uint32_t p[BN / 16][4];
 #pragma unroll

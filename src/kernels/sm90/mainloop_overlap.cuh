@@ -1,0 +1,128 @@
+// Consumer main loop v2b: the v2a loop (mainloop.cuh) with
+//  * intra-warpgroup overlap: S(j+1) = Q·K(j+1)ᵀ and O += P(j)·V(j) are
+//    issued together; the softmax of S(j+1) runs while P(j)·V(j) is still
+//    on the tensor cores, and only the O rescale waits for it;
+//  * ping-pong between the two consumer warpgroups: each issues its GEMMs
+//    only on its turn (named barriers 2 and 3), so one warpgroup's softmax
+//    overlaps the other's GEMMs.
+// Every barrier operation runs the same number of times in both warpgroups
+// (public trip count), so the hand-offs always balance.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/sm90/mainloop.cuh"
+#include "kernels/sm90/softmax.cuh"
+
+namespace dhp::sm90 {
+
+namespace pingpong {
+// Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
+__device__ __forceinline__ void wait_turn(int g) { asm volatile("bar.sync %0, 256;\n" ::"r"(2 + g) : "memory"); }
+__device__ __forceinline__ void pass_turn(int g) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (1 - g)) : "memory");
+}
+}  // namespace pingpong
+
+template <typename Traits, typename View = ConsumerView<Traits>>
+__device__ __forceinline__ void run_consumer_overlapped(const View& view, float (&o)[View::D / 2],
+                                                        sm80::OnlineSoftmax<1>& out_sm) {
+  using T = typename View::T;
+  constexpr int BM = View::BM, BN = View::BN, D = View::D, S = View::S;
+  constexpr DType DT = View::DT;
+  auto& st = view.st;
+  const auto& args = view.args;
+  const int g = view.g;
+  const uint32_t q_base = view.q_base;
+  auto k_base = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(st.k[s])); };
+  auto v_base = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])); };
+  auto v_barrier = [&](int s) { return Traits::kHasLengths ? &st.v_ready[s] : &st.v_full[s]; };
+
+  float sacc[BN / 2];
+  uint32_t p[BN / 16][4];
+  auto issue_qk = [&](int s) {
+    wg::fence_operands(sacc);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      MmaSS<DT, BN>::template run<0>(sacc, desc::k_major_sw128(q_base + (kk / 4) * BM * 128 + (kk % 4) * 32),
+                                     desc::k_major_sw128(k_base(s) + (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
+    wg::commit();
+  };
+  auto issue_pv = [&](int s) {
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+      MmaRS<DT, D>::template run<1>(o, p[k], desc::mn_major_sw128(v_base(s) + k * 16 * 128, BN), 1);
+    wg::commit();
+  };
+  // Mask (select) and softmax of the landed S tile for key tile n; packs P.
+  SplitSoftmax sm;
+  sm.init();
+  float alpha[2];
+  auto scores_to_p = [&](int32_t n) {
+    auto& s3 = as_frag<BN>(sacc);
+    view.mask(s3, n);
+    sm.weights(s3, args.scale_log2, alpha);
+  };
+  auto pack_p = [&] {
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) p[k][r] = sm80::pack2<T>(sacc[8 * k + 2 * r], sacc[8 * k + 2 * r + 1]);
+  };
+
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  if (g == 1) pingpong::pass_turn(1);  // warpgroup 0 issues first
+  tma::wait(&st.q_full, 0);
+  const int32_t n_tiles = view.range.n_end;  // public
+  if (n_tiles > 0) {
+    // Prologue: S for the first key tile (n = n_tiles - 1, stage 0).
+    tma::wait(&st.k_full[0], 0);
+    pingpong::wait_turn(g);
+    wg::fence();
+    issue_qk(0);
+    pingpong::pass_turn(g);
+    wg::wait<0>();
+    wg::fence_operands(sacc);
+    tma::arrive(&st.k_empty[0]);
+    scores_to_p(n_tiles - 1);
+    pack_p();
+    for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
+      const int s = it % S, sp = (it - 1) % S;
+      const uint32_t ph = (it / S) & 1, php = ((it - 1) / S) & 1;
+      tma::wait(&st.k_full[s], ph);
+      tma::wait(v_barrier(sp), php);
+      pingpong::wait_turn(g);
+      wg::fence();
+      issue_qk(s);   // S(it)
+      issue_pv(sp);  // O += P(it-1) V(it-1)
+      pingpong::pass_turn(g);
+      wg::wait<1>();  // S(it) landed; P·V may still run
+      wg::fence_operands(sacc);
+      tma::arrive(&st.k_empty[s]);
+      scores_to_p(n_tiles - 1 - it);
+      wg::wait<0>();  // P(it-1)·V(it-1) done: O and P may be touched
+      wg::fence_operands(o);
+      wg::fence_operands(p);
+      tma::arrive(&st.v_empty[sp]);
+      SplitSoftmax::rescale(as_frag<D>(o), alpha);
+      pack_p();
+    }
+    // Tail: P·V of the last tile.
+    const int sp = (n_tiles - 1) % S;
+    const uint32_t php = ((n_tiles - 1) / S) & 1;
+    tma::wait(v_barrier(sp), php);
+    pingpong::wait_turn(g);
+    wg::fence();
+    issue_pv(sp);
+    pingpong::pass_turn(g);
+    wg::wait<0>();
+    wg::fence_operands(o);
+    wg::fence_operands(p);
+    tma::arrive(&st.v_empty[sp]);
+  }
+  if (g == 0) pingpong::wait_turn(0);  // consume warpgroup 1's last hand-off
+  sm.export_to(out_sm);
+}
+
+}  // namespace dhp::sm90

@@ -1,0 +1,71 @@
+// Online softmax for the overlapped Hopper main loop: the same exp2-domain
+// arithmetic as the portable kernel (sm80/softmax.cuh), split in two so that
+// the O rescale can wait for the P·V still in flight on the tensor cores:
+//   weights(s)  -> turns scores into weights in place, returns alpha per row
+//   rescale(o)  -> O *= alpha, after the previous P·V has completed.
+// Per row: m' = max(m, tile max); u = (m' == -inf) ? 0 : m' (select);
+// p = exp2(s*c - u*c); alpha = exp2((m - u)*c); l = l*alpha + sum(p).
+#pragma once
+
+#include <cmath>
+
+#include "kernels/common/ct.cuh"
+#include "kernels/sm80/warp_mma.cuh"
+
+namespace dhp::sm90 {
+
+struct SplitSoftmax {
+  float row_max[2];  // raw-score running max of the thread's two rows
+  float row_sum[2];  // this thread's partial sums (quad-reduced at the end)
+
+  __device__ __forceinline__ void init() {
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.0f;
+  }
+
+  template <int NT>
+  __device__ __forceinline__ void weights(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float mx = row_max[hh];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
+      mx = sm80::quad_allreduce_max(mx);
+      const float used = ct::ct_select_eq_f(mx, -INFINITY, 0.0f, mx);
+      const float used_scaled = used * scale_log2;
+      alpha[hh] = ct::ct_exp2((row_max[hh] - used) * scale_log2);
+      row_max[hh] = mx;
+      float sum = 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
+          s[0][nt][2 * hh + e] = p;
+          sum += p;
+        }
+      row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
+    }
+  }
+
+  // Unconditional: the same multiplies whether or not the max moved.
+  template <int NTO>
+  __device__ __forceinline__ static void rescale(float (&o)[1][NTO][4], const float (&alpha)[2]) {
+#pragma unroll
+    for (int dt = 0; dt < NTO; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[0][dt][e] *= alpha[e / 2];
+  }
+
+  // The portable epilogue reads OnlineSoftmax<1>; same fields, same meaning.
+  template <typename Portable>
+  __device__ __forceinline__ void export_to(Portable& p) const {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      p.row_max[0][hh] = row_max[hh];
+      p.row_sum[0][hh] = row_sum[hh];
+    }
+  }
+};
+
+}  // namespace dhp::sm90
