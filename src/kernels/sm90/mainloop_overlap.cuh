@@ -73,11 +73,11 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   if (g == 1) pingpong::pass_turn(1);  // warpgroup 0 issues first
-  tma::wait(&st.q_full, 0);
+  tma::wait<true>(&st.q_full, 0);
   const int32_t n_tiles = view.range.n_end;  // public
   if (n_tiles > 0) {
     // Prologue: S for the first key tile (n = n_tiles - 1, stage 0).
-    tma::wait(&st.k_full[0], 0);
+    tma::wait<true>(&st.k_full[0], 0);
     pingpong::wait_turn(g);
     wg::fence();
     issue_qk(0);
@@ -90,8 +90,8 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
       const int s = it % S, sp = (it - 1) % S;
       const uint32_t ph = (it / S) & 1, php = ((it - 1) / S) & 1;
-      tma::wait(&st.k_full[s], ph);
-      tma::wait(v_barrier(sp), php);
+      tma::wait<true>(&st.k_full[s], ph);
+      tma::wait<true>(v_barrier(sp), php);
       pingpong::wait_turn(g);
       wg::fence();
       issue_qk(s);   // S(it)
@@ -111,7 +111,7 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     // Tail: P·V of the last tile.
     const int sp = (n_tiles - 1) % S;
     const uint32_t php = ((n_tiles - 1) / S) & 1;
-    tma::wait(v_barrier(sp), php);
+    tma::wait<true>(v_barrier(sp), php);
     pingpong::wait_turn(g);
     wg::fence();
     issue_pv(sp);

@@ -46,19 +46,19 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const vo
     const uint32_t phase = (it / S) & 1;
     const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
     if (ptid == 0) {
-      tma::wait(&st.k_empty[s], phase ^ 1);  // a fresh barrier passes parity 1 at once
+      tma::wait<Traits::kOverlap>(&st.k_empty[s], phase ^ 1);  // a fresh barrier passes parity 1 at once
       tma::arrive_expect_bytes(&st.k_full[s], Traits::kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
         tma::load_4d(st.k[s] + cb * BN * 128, tm_k, cb * 64, n * BN, head_kv, batch, &st.k_full[s]);
-      tma::wait(&st.v_empty[s], phase ^ 1);
+      tma::wait<Traits::kOverlap>(&st.v_empty[s], phase ^ 1);
       tma::arrive_expect_bytes(&st.v_full[s], Traits::kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
         tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, batch, &st.v_full[s]);
     }
     if constexpr (Traits::kHasLengths) {
-      tma::wait(&st.v_full[s], phase);
+      tma::wait<Traits::kOverlap>(&st.v_full[s], phase);
       int32_t L_k;
       asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_k) : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(&st.lens[1]))));
       zero_rows_from<BN, Traits::kHeadDim>(st.v[s], L_k - n * BN, ptid);

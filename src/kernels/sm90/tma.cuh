@@ -31,8 +31,20 @@ __device__ __forceinline__ void arrive_expect_bytes(uint64_t* bar, uint32_t byte
 // Consumer: plain arrival (e.g. "this stage's buffer is free again").
 __device__ __forceinline__ void arrive(uint64_t* bar) { (void)cuda::ptx::mbarrier_arrive(bar); }
 // Blocks until the barrier's phase with parity `phase` has completed.
+// SUSPEND = false: try_wait with the hardware's own time limit, so the loop
+// turns a timing-dependent number of times (instruction and branch counts
+// then vary from launch to launch). SUSPEND = true: try_wait with a 10 ms
+// suspend-time hint, so the thread sleeps until the phase completes and the
+// loop normally turns once -- counts that gate 1 can require identical.
+template <bool SUSPEND = false>
 __device__ __forceinline__ void wait(uint64_t* bar, uint32_t phase) {
-  while (!cuda::ptx::mbarrier_try_wait_parity(bar, phase)) {
+  if constexpr (SUSPEND) {
+    constexpr uint32_t kSuspendNs = 10000000;
+    while (!cuda::ptx::mbarrier_try_wait_parity(bar, phase, kSuspendNs)) {
+    }
+  } else {
+    while (!cuda::ptx::mbarrier_try_wait_parity(bar, phase)) {
+    }
   }
 }
 
