@@ -41,7 +41,6 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
   float sacc[BN / 2];
   uint32_t p[BN / 16][4];
   auto issue_qk = [&](int s) {
-    wg::fence_operands(sacc);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       MmaSS<DT, BN>::template run<0>(sacc, desc::k_major_sw128(q_base + (kk / 4) * BM * 128 + (kk % 4) * 32),
@@ -79,6 +78,7 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     // Prologue: S for the first key tile (n = n_tiles - 1, stage 0).
     tma::wait<true>(&st.k_full[0], 0);
     pingpong::wait_turn(g);
+    wg::fence_operands(sacc);
     wg::fence();
     issue_qk(0);
     pingpong::pass_turn(g);
@@ -93,6 +93,9 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
       tma::wait<true>(&st.k_full[s], ph);
       tma::wait<true>(v_barrier(sp), php);
       pingpong::wait_turn(g);
+      wg::fence_operands(sacc);
+      wg::fence_operands(o);
+      wg::fence_operands(p);
       wg::fence();
       issue_qk(s);   // S(it)
       issue_pv(sp);  // O += P(it-1) V(it-1)
@@ -113,6 +116,8 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     const uint32_t php = ((n_tiles - 1) / S) & 1;
     tma::wait<true>(v_barrier(sp), php);
     pingpong::wait_turn(g);
+    wg::fence_operands(o);
+    wg::fence_operands(p);
     wg::fence();
     issue_pv(sp);
     pingpong::pass_turn(g);
