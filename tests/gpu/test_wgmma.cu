@@ -7,13 +7,8 @@
 // wrong product: the check can fail.
 #include <gtest/gtest.h>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
 #include <random>
 #include <set>
 #include <vector>
@@ -55,8 +50,6 @@ TEST(WgmmaDescriptor, Swizzle128LayoutIsAPermutationOfTheTile) {
 }
 
 #if defined(__CUDACC__)
-template <DType T>
-using Elem = std::conditional_t<T == DType::F16, __half, __nv_bfloat16>;
 
 __device__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
@@ -121,18 +114,14 @@ __global__ void __launch_bounds__(128) wgmma_matmul(const uint16_t* a, const uin
 #endif
 }
 
+// 16-bit patterns through the test harness's conversions.
 template <DType T>
 uint16_t to_bits(float x) {
-  Elem<T> h = Elem<T>(x);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
+  return dhp::testing::to_bits(x, T == DType::F16 ? dhp::DType::kFloat16 : dhp::DType::kBFloat16);
 }
 template <DType T>
 float from_bits(uint16_t u) {
-  Elem<T> h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
+  return dhp::testing::from_bits(u, T == DType::F16 ? dhp::DType::kFloat16 : dhp::DType::kBFloat16);
 }
 
 // Runs one configuration; returns the max |error| / max |reference|.

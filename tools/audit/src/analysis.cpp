@@ -105,13 +105,16 @@ struct Ctx {
   std::vector<uint32_t> cause;  // instruction -> origin of the secret it consumed
 };
 
-int64_t imm_value(const Operand& o) {
-  std::string t = o.text;
-  t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
-  bool neg = !t.empty() && t[0] == '-';
-  if (neg) t = t.substr(1);
-  int64_t v = t.rfind("0x", 0) == 0 ? static_cast<int64_t>(std::stoull(t.substr(2), nullptr, 16)) : std::stoll(t);
-  return neg ? -v : v;
+// IADD3 / VIADD / IADD R1, R1, imm: the stack pointer moved by imm bytes.
+bool stack_adjustment(const Instruction& ins, int64_t& delta) {
+  auto is_r1 = [](const Operand& o) {
+    return o.kind == OperandKind::Register && o.regs[0].file == RegFile::R && o.regs[0].index == 1;
+  };
+  if ((ins.base != "IADD3" && ins.base != "VIADD" && ins.base != "IADD") || ins.ops.size() < 3 ||
+      !is_r1(ins.ops[0]) || !is_r1(ins.ops[1]) || ins.ops[2].kind != OperandKind::Immediate)
+    return false;
+  delta = parse_integer(ins.ops[2].text);
+  return true;
 }
 
 // [R1+imm] with R1 the stack pointer: the stack slot index, or -1.
@@ -129,9 +132,16 @@ int stack_slot(const Ctx& c, const State& s, const Instruction& ins) {
   return -1;
 }
 
+// A finding and the origin of the secret that triggered it (0: none, e.g. a
+// variable-time call), from which the chain is rebuilt after the pass.
+struct RawFinding {
+  Finding finding;
+  uint32_t origin;
+};
+
 // Applies instruction i to s. When `findings` is given (final pass), checks
 // the rules and records the chain causes.
-void transfer(Ctx& c, size_t i, State& s, std::vector<Finding>* findings) {
+void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
   const Instruction& ins = c.k.code[i];
   const Semantics& sm = c.sem[i];
   const uint32_t self = static_cast<uint32_t>(i + 1);
@@ -161,7 +171,7 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<Finding>* findings) {
       if (auto* v = cur->find(sl)) return v->second;
     return s.pubptr[sl];
   };
-  auto taint_of = [&](const std::vector<RegRef>& regs, const char** first_secret_name, std::string* name) {
+  auto taint_of = [&](const std::vector<RegRef>& regs, std::string* name) {
     uint32_t t = 0;
     for (auto& r : regs)
       for (int k = 0; k < r.width; ++k) {
@@ -174,7 +184,6 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<Finding>* findings) {
         }
         t = join1(t, v);
       }
-    (void)first_secret_name;
     return t;
   };
   auto pub_of = [&](const std::vector<RegRef>& regs) {
@@ -194,9 +203,9 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<Finding>* findings) {
     g = get(ins.guard, 0);
     guard_name = ins.guard.name();
   }
-  uint32_t u = taint_of(sm.uses, nullptr, &use_name);
-  uint32_t a = taint_of(sm.addr, nullptr, &addr_name);
-  uint32_t cnd = taint_of(sm.cond, nullptr, &cond_name);
+  uint32_t u = taint_of(sm.uses, &use_name);
+  uint32_t a = taint_of(sm.addr, &addr_name);
+  uint32_t cnd = taint_of(sm.cond, &cond_name);
   int slot = (sm.source == Source::LocalLoad || sm.store_local) ? stack_slot(c, s, ins) : -1;
 
   // ---- rules (final pass only)
@@ -211,9 +220,7 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<Finding>* findings) {
     auto add = [&](char rule, const std::string& why, uint32_t origin) {
       f.rule = rule;
       f.reason = why;
-      f.chain.clear();
-      f.chain.push_back({0, std::to_string(origin), {}});  // resolved later
-      findings->push_back(f);
+      findings->push_back({f, origin});
     };
     if (sm.control == Control::Call && is_variable_time_routine(sm.target))
       add('d', "call into variable-time routine " + sm.target, 0);
@@ -271,7 +278,7 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<Finding>* findings) {
 
   // ---- stack stores
   if (sm.store_local) {
-    uint32_t d = taint_of(sm.store_data, nullptr, nullptr);
+    uint32_t d = taint_of(sm.store_data, nullptr);
     uint32_t v = join1(d ? self : 0, g ? self : 0);
     if (findings && v) c.cause[i] = d ? d : g;
     if (slot >= 0) {
@@ -318,17 +325,12 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<Finding>* findings) {
   // ---- stack pointer (R1) tracking
   for (auto& r : sm.defs) {
     if (r.file != RegFile::R || r.index > 1 || r.index + r.width <= 1) continue;
-    bool set_sp = false, adjust = false;
+    bool set_sp = false;
     int64_t delta = 0;
     for (auto& o : ins.ops)
       if (o.kind == OperandKind::Constant && o.const_bank == 0 && !o.const_indexed && o.const_offset == c.sp_off)
         set_sp = true;
-    if ((ins.base == "IADD3" || ins.base == "VIADD" || ins.base == "IADD") && ins.ops.size() >= 3 &&
-        ins.ops[1].kind == OperandKind::Register && ins.ops[1].regs[0].file == RegFile::R &&
-        ins.ops[1].regs[0].index == 1 && ins.ops[2].kind == OperandKind::Immediate) {
-      adjust = true;
-      delta = imm_value(ins.ops[2]);
-    }
+    const bool adjust = stack_adjustment(ins, delta);
     if (ins.guarded) s.sp_known = false;
     else if (set_sp) { s.sp_known = true; s.sp_delta = 0; }
     else if (adjust && s.sp_known) s.sp_delta += delta;
@@ -376,12 +378,8 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
       for (auto& o : ins.ops)
         if (o.kind == OperandKind::Memory) max_local = std::max(max_local, o.mem_imm + 16);
     // Stack frame set-up: IADD3 R1, R1, -0x20, RZ moves the stack pointer down.
-    if ((ins.base == "IADD3" || ins.base == "VIADD" || ins.base == "IADD") && ins.ops.size() >= 3 &&
-        ins.ops[0].kind == OperandKind::Register && ins.ops[0].regs[0].file == RegFile::R &&
-        ins.ops[0].regs[0].index == 1 && ins.ops[2].kind == OperandKind::Immediate) {
-      int64_t d = imm_value(ins.ops[2]);
-      if (d < 0) c.stack_bias += -d;
-    }
+    int64_t d = 0;
+    if (stack_adjustment(ins, d) && d < 0) c.stack_bias += -d;
   }
   c.stack_bias = std::min<int64_t>(c.stack_bias, 1 << 16);
   c.n_slots = static_cast<int>(std::min<int64_t>((c.stack_bias + max_local) / 4 + 1, 1 << 15));
@@ -484,7 +482,7 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
     }
   }
   // Final pass: rules and chain causes on the fixpoint states.
-  std::vector<Finding> raw;
+  std::vector<RawFinding> raw;
   for (size_t b = 0; b < nb; ++b) {
     if (!in[b].reached) continue;
     State s = in[b];
@@ -495,9 +493,8 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
     }
   }
   // Chains: follow causes from the secret operand's origin back to a source.
-  for (auto& f : raw) {
-    uint32_t origin = static_cast<uint32_t>(std::stoul(f.chain[0].sass));
-    f.chain.clear();
+  for (auto& [f, first] : raw) {
+    uint32_t origin = first;
     std::set<uint32_t> seen;
     while (origin && f.chain.size() < 24 && !seen.count(origin)) {
       seen.insert(origin);

@@ -25,8 +25,8 @@ const Set kRegisterOnly = {
     "BREV", "UBREV", "IABS", "I2F", "F2I", "F2F", "I2I", "FRND", "F2FP", "I2FP", "F2IP", "UF2FP",
     "S2R", "S2UR", "CS2R", "R2UR", "R2P", "P2R", "UP2UR", "UR2UP", "FCHK", "IDP", "HMMA", "IMMA",
     "DMMA", "BMMA", "SHFL", "VOTE", "VOTEU", "MATCH", "REDUX", "ELECT", "LEPC", "ISCADD",
-    "FSWZADD", "NOP", "CSET", "CSETP", "ISAD", "IDE", "BMOV", "MOVM", "F2FP", "UI2F", "UF2I",
-    "U2UR", "ULDC_STUB", "HSET2", "FSET", "ISET", "DSET", "UIABS", "UVIADD", "UVIMNMX",
+    "FSWZADD", "NOP", "CSET", "CSETP", "ISAD", "IDE", "BMOV", "MOVM", "UI2F", "UF2I",
+    "U2UR", "HSET2", "FSET", "ISET", "DSET", "UIABS", "UVIADD", "UVIMNMX",
 };
 
 // Memory reads whose result is data (secret unless the address is a

@@ -121,7 +121,10 @@ bool bracket_pair(const std::string& s, size_t from, std::string& first, std::st
   return true;
 }
 
-int64_t parse_int(const std::string& s) {
+
+}  // namespace
+
+int64_t parse_integer(const std::string& s) {
   std::string t = trim(s);
   bool neg = !t.empty() && t[0] == '-';
   if (neg) t = t.substr(1);
@@ -129,8 +132,6 @@ int64_t parse_int(const std::string& s) {
                                    : std::stoll(t);
   return neg ? -v : v;
 }
-
-}  // namespace
 
 bool RegRef::is_zero() const {
   switch (file) {
@@ -166,7 +167,7 @@ Operand parse_operand(const std::string& raw) {
     op.kind = OperandKind::Constant;
     if (!bracket_pair(s, 0, first, second, has_second) || !has_second)
       throw std::runtime_error("unreadable constant operand: " + raw);
-    op.const_bank = static_cast<int>(parse_int(first));
+    op.const_bank = static_cast<int>(parse_integer(first));
     int64_t imm = 0;
     scan_bracket(second, op.regs, imm);
     for (auto& r : op.regs) op.const_indexed |= !r.is_zero();

@@ -98,4 +98,7 @@ Instruction parse_instruction(const std::string& text);
 // Parses one operand; exposed for the unit tests.
 Operand parse_operand(const std::string& text);
 
+// "0x20", "-0x20", "12": an immediate's value.
+int64_t parse_integer(const std::string& text);
+
 }  // namespace dhp::audit
