@@ -2,8 +2,10 @@
 """Times PyTorch SDPA (FlashAttention-2 and cuDNN backends) on the rows of a
 dhp_bench TSV, in the same run on the same GPU, and prints a markdown table:
 ours vs each peer, TFLOP/s and ratios (FLOPs = 4*B*H*S^2*D, halved for causal).
+With several TSVs (one per kernel variant, same rows), each gets a column and
+the ratios use the first.
 
-    python3 scripts/sdpa_compare.py bench.tsv
+    python3 scripts/sdpa_compare.py bench.tsv [NAME=other.tsv ...]
 """
 import csv
 import statistics
@@ -38,27 +40,38 @@ def time_sdpa(backend, dtype, B, H, S, D, causal, warmup=5, iters=30):
         return None
 
 
-def main(path):
-    rows = list(csv.DictReader(open(path), delimiter="\t"))
+def main(paths):
+    named = [p.split("=", 1) if "=" in p else ("ours", p) for p in paths]
+    tables = [(name, list(csv.DictReader(open(p), delimiter="\t"))) for name, p in named]
+    rows = tables[0][1]
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; cuDNN {torch.backends.cudnn.version()}\n")
-    print("| dtype | B | H | S | D | causal | ours TFLOP/s | FA2 TFLOP/s | cuDNN TFLOP/s | ours/FA2 | ours/cuDNN |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
+    extra = [name for name, _ in tables[1:]]
+    head = ["dtype", "B", "H", "S", "D", "causal", f"{tables[0][0]} TFLOP/s"] + [f"{n} TFLOP/s" for n in extra]
+    head += ["FA2 TFLOP/s", "cuDNN TFLOP/s", "ours/FA2", "ours/cuDNN"] + [f"{n}/cuDNN" for n in extra]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for i, r in enumerate(rows):
         B, H, S, D = (int(r[x]) for x in ("B", "H", "S", "D"))
         causal = r["causal"] == "1"
         dtype = torch.float16 if r["dtype"] == "fp16" else torch.bfloat16
         flops = 4.0 * B * H * S * S * D / (2 if causal else 1)
         ours = float(r["tflops"])
+        others = []
+        for _, t in tables[1:]:
+            same = i < len(t) and all(t[i][x] == r[x] for x in ("dtype", "B", "H", "S", "D", "causal"))
+            others.append(float(t[i]["tflops"]) if same else None)
         peer = {}
         for name, be in BACKENDS.items():
             ms = time_sdpa(be, dtype, B, H, S, D, causal)
             peer[name] = flops / (ms * 1e-3) / 1e12 if ms else None
         fmt = lambda x: f"{x:.1f}" if x else "n/a"
-        ratio = lambda p: f"{ours / p:.2f}" if p else "n/a"
-        print(f"| {r['dtype']} | {B} | {H} | {S} | {D} | {int(causal)} | {ours:.1f} | {fmt(peer['flash'])} | "
-              f"{fmt(peer['cudnn'])} | {ratio(peer['flash'])} | {ratio(peer['cudnn'])} |", flush=True)
+        ratio = lambda x, p: f"{x / p:.2f}" if (x and p) else "n/a"
+        cells = [r["dtype"], B, H, S, D, int(causal), f"{ours:.1f}"] + [fmt(x) for x in others]
+        cells += [fmt(peer["flash"]), fmt(peer["cudnn"]), ratio(ours, peer["flash"]), ratio(ours, peer["cudnn"])]
+        cells += [ratio(x, peer["cudnn"]) for x in others]
+        print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

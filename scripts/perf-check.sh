@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Performance check on the GPU machine (the loop for kernel work): builds the
+# benchmark and the GPU suite for sm_90a only, runs the GPU suite on each
+# kernel in $TEST_KERNELS, the benchmark on each kernel in $KERNELS, then
+# PyTorch SDPA (cuDNN, FlashAttention-2) on the same rows in the same run,
+# and prints one table last: one TFLOP/s column per kernel, ratios to cuDNN.
+#   KERNELS="hopper hopper-overlap" TEST_KERNELS="hopper-overlap" scripts/perf-check.sh [--quick]
+# Logs go to $OUT (or ./perf-check-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-perf-check-out}"
+mkdir -p "$out"
+kernels="${KERNELS:-hopper hopper-overlap}"
+test_kernels="${TEST_KERNELS:-$kernels}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+start=$(date +%s)
+cmake --preset hopper -DDHP_BUILD_PYTHON=OFF > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+cmake --build --preset hopper -j 16 --target dhp_gpu_tests dhp_bench > "$out/build.log" 2>&1 ||
+  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+echo "build: $(( $(date +%s) - start )) s; spills: $(grep -cE '[1-9][0-9]* bytes spill' "$out/build.log")"
+rc=0
+for k in $test_kernels; do
+  DHP_KERNEL=$k timeout 300 build/hopper/tests/dhp_gpu_tests --gtest_brief=1 > "$out/tests-$k.log" 2>&1 || rc=1
+  echo "GPU suite ($k): $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/tests-$k.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED  \]" "$out/tests-$k.log" | head -10
+done
+tsvs=()
+for k in $kernels; do
+  DHP_KERNEL=$k timeout 300 build/hopper/tools/dhp_bench ${1:-} --out "$out/bench-$k.tsv" > "$out/bench-$k.log" 2>&1 ||
+    { echo "bench ($k) failed:"; tail -5 "$out/bench-$k.log"; rc=1; }
+  tsvs+=("$k=$out/bench-$k.tsv")
+done
+python3 scripts/sdpa_compare.py "${tsvs[@]}" > "$out/compare.md" 2> "$out/compare.err" || { cat "$out/compare.err"; rc=1; }
+echo "total: $(( $(date +%s) - start )) s"
+cat "$out/compare.md"
+exit $rc
