@@ -86,8 +86,25 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     wg::fence_operands(sacc);
     tma::arrive(&st.k_empty[0]);
     scores_to_p(n_tiles - 1);
-    pack_p();
+    // Each iteration ends with the softmax of S(it) while P(it-1)·V(it-1) is
+    // still on the tensor cores; the wait for that P·V, the O rescale and the
+    // packing of P(it) open the next iteration. The loop back-edge between
+    // the two is a basic-block boundary, which keeps ptxas from hoisting the
+    // wait above the softmax (it does so within one block: 0 of 66 EX2 were
+    // left between the waits). P is packed in one place per iteration, so it
+    // is not carried around the loop (that cost 32 register moves).
+    // it = number of key tiles whose softmax is done; P(it-1)·V(it-1), if
+    // issued (it > 1), is the group in flight.
+    auto finish_tile = [&](int32_t it) {
+      wg::wait<0>();
+      wg::fence_operands(o);
+      wg::fence_operands(p);
+      if (it > 1) tma::arrive(&st.v_empty[(it - 2) % S]);  // public predicate
+      SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
+      pack_p();
+    };
     for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
+      finish_tile(it);
       const int s = it % S, sp = (it - 1) % S;
       const uint32_t ph = (it / S) & 1, php = ((it - 1) / S) & 1;
       tma::wait<true>(&st.k_full[s], ph);
@@ -104,13 +121,9 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
       wg::fence_operands(sacc);
       tma::arrive(&st.k_empty[s]);
       scores_to_p(n_tiles - 1 - it);
-      wg::wait<0>();  // P(it-1)·V(it-1) done: O and P may be touched
-      wg::fence_operands(o);
-      wg::fence_operands(p);
-      tma::arrive(&st.v_empty[sp]);
-      SplitSoftmax::rescale(as_frag<D>(o), alpha);
-      pack_p();
+      wg::fence_operands(sacc);
     }
+    finish_tile(n_tiles);
     // Tail: P·V of the last tile.
     const int sp = (n_tiles - 1) % S;
     const uint32_t php = ((n_tiles - 1) / S) & 1;
