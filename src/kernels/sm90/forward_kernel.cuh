@@ -1,7 +1,8 @@
-// The Hopper (sm_90a) constant-time attention forward kernel, version v2a:
+// The Hopper (sm_90a) constant-time attention forward kernel: persistent
+// (at most one CTA per SM, tiles from the static schedule in scheduler.cuh),
 // TMA loads into a two-stage shared-memory ring, wgmma for both GEMMs, one
 // producer and two consumer warpgroups (warp specialisation with
-// setmaxnreg). Same contract as the portable kernel: the key loop's trip
+// setmaxnreg); main loop v2a (mainloop.cuh) or v2b (mainloop_overlap.cuh). Same contract as the portable kernel: the key loop's trip
 // count is public, masking is by select (in every tile when lengths are
 // secret), every output row < S_q is written, and the epilogue is shared.
 #pragma once
@@ -18,6 +19,7 @@
 #include "kernels/sm90/mainloop.cuh"
 #include "kernels/sm90/mainloop_overlap.cuh"
 #include "kernels/sm90/producer.cuh"
+#include "kernels/sm90/scheduler.cuh"
 #include "kernels/sm90/tma.cuh"
 
 namespace dhp::sm90 {
@@ -36,13 +38,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
 
   const int tid = threadIdx.x, wg_index = tid / 128;
-  const int32_t m_block = args.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest first
-  const int32_t head = blockIdx.y, batch = blockIdx.z, head_kv = head / args.kv_group;
-  const int32_t m0 = m_block * BM;
-  const sm80::KeyTileRange<BM, BN> range(args, m0);
+  const TileScheduler<BM> sched(args);
 
   if (tid == 0) {
     tma::barrier_init(&st.q_full, 1);
+    tma::barrier_init(&st.q_empty, 256);
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
@@ -52,45 +52,60 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       tma::barrier_init(&st.v_ready[s], 128);
     }
     tma::barrier_init_fence();
-    int32_t lq = args.seqlen_q, lk = args.seqlen_k;
-    if constexpr (Traits::kHasLengths) {
-      // Secret values from public addresses, clamped arithmetically.
-      if (args.lens_q != nullptr) lq = ct::ct_clamp(args.lens_q[batch], 0, args.seqlen_q);  // public test
-      if (args.lens_k != nullptr) lk = ct::ct_clamp(args.lens_k[batch], 0, args.seqlen_k);  // public test
-    }
-    st.lens[0] = lq;
-    st.lens[1] = lk;
   }
   __syncthreads();
 
   if (wg_index == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
-    run_producer<Traits>(st, &tm_q, &tm_k, &tm_v, m0, head, head_kv, batch, range.n_end, tid);
+    run_producer<Traits>(st, args, sched, &tm_q, &tm_k, &tm_v, tid);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;
-  float o[D / 2];
-  sm80::OnlineSoftmax<1> sm;
-  const ConsumerView<Traits> view(st, args, range, m0, g, wtid);
-  if constexpr (Traits::kOverlap)
-    run_consumer_overlapped<Traits>(view, o, sm);
-  else
-    run_consumer<Traits>(view, o, sm);
-
-  // Both consumer warpgroups are done with Q: its buffer stages O.
-  asm volatile("bar.sync 1, 256;\n" ::: "memory");
-  int32_t L_q = args.seqlen_q;
-  if constexpr (Traits::kHasLengths)
-    asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_q) : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(st.lens))));
   const int warp_row0 = 64 * g + 16 * (wtid / 32);
-  const int64_t lse_row0 = (static_cast<int64_t>(batch) * args.heads_q + head) * args.seqlen_q + m0;
-  sm80::write_output<T, 1, D / 8, 16, BM, D>(
-      as_frag<D>(o), sm, L_q, args.scale_log2, sm80::SmemTile<BM, D>{static_cast<uint32_t>(__cvta_generic_to_shared(st.q))},
-      warp_row0, m0 + warp_row0, args.seqlen_q,
-      static_cast<T*>(args.o) + batch * args.o_stride_batch + head * args.o_stride_head +
-          static_cast<int64_t>(m0) * args.o_stride_seq,
-      args.o_stride_seq, args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+  if constexpr (Traits::kOverlap) pingpong::begin(g);
+  uint32_t kv = 0, tc = 0;
+  for (int32_t t = blockIdx.x; t < sched.total; t += gridDim.x, ++tc) {  // public schedule
+    const Tile tile = sched.decode(t);
+    const int32_t m0 = tile.m_block * BM;
+    const sm80::KeyTileRange<BM, BN> range(args, m0);
+    const ConsumerView<Traits> view(st, args, range, m0, g, wtid, kv, tc);
+    float o[D / 2];
+    sm80::OnlineSoftmax<1> sm;
+    if constexpr (Traits::kOverlap)
+      run_consumer_overlapped<Traits>(view, o, sm);
+    else
+      run_consumer<Traits>(view, o, sm);
+    kv += range.n_end;
+
+    int32_t L_q = args.seqlen_q;
+    if constexpr (Traits::kHasLengths)
+      asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_q) : "r"(view.lens_addr));
+    uint32_t stage_o;
+    if constexpr (Traits::kSeparateO) {
+      // Every S GEMM of this tile has completed: the producer may load the
+      // next Q while this epilogue runs (each warp stages O in its own rows).
+      tma::arrive(&st.q_empty);
+      stage_o = static_cast<uint32_t>(__cvta_generic_to_shared(st.o));
+      __syncwarp();  // every lane's reads of the previous tile's staged O are done
+    } else {
+      // Both consumer warpgroups are done with Q: its buffer stages O.
+      asm volatile("bar.sync 1, 256;\n" ::: "memory");
+      stage_o = static_cast<uint32_t>(__cvta_generic_to_shared(st.q));
+    }
+    const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
+    sm80::write_output<T, 1, D / 8, 16, BM, D>(
+        as_frag<D>(o), sm, L_q, args.scale_log2, sm80::SmemTile<BM, D>{stage_o}, warp_row0, m0 + warp_row0,
+        args.seqlen_q,
+        static_cast<T*>(args.o) + tile.batch * args.o_stride_batch + tile.head * args.o_stride_head +
+            static_cast<int64_t>(m0) * args.o_stride_seq,
+        args.o_stride_seq, args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+    if constexpr (!Traits::kSeparateO) {
+      __syncwarp();
+      tma::arrive(&st.q_empty);  // this thread's reads of the staged O are done
+    }
+  }
+  if constexpr (Traits::kOverlap) pingpong::end(g);
 #endif
 }
 

@@ -45,19 +45,27 @@ struct Sm90Traits : Sm90Config<D> {
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K.
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = 232;
+  // O is staged for its global store in a buffer of its own when it fits, so
+  // the next tile's Q can land while this tile's epilogue runs; otherwise
+  // (D = 256) in the Q buffer, and the next Q waits for the epilogue.
+  static constexpr int kSmemLimit = 227 * 1024;
+  static constexpr int kTileBytes = kQBytes + 2 * kStages * kKVBytes;
+  static constexpr bool kSeparateO = kTileBytes + kQBytes + 2048 <= kSmemLimit;
+  static constexpr int kOBytes = kSeparateO ? kQBytes : 16;
 };
 
 // Shared memory: tiles first (1024-B aligned), barriers and lengths last.
 template <typename Traits>
 struct SharedStorage {
-  alignas(1024) uint8_t q[Traits::kQBytes];  // reused to stage O in the epilogue
+  alignas(1024) uint8_t q[Traits::kQBytes];  // stages O too unless kSeparateO
   alignas(1024) uint8_t k[Traits::kStages][Traits::kKVBytes];
   alignas(1024) uint8_t v[Traits::kStages][Traits::kKVBytes];
-  alignas(8) uint64_t q_full;
+  alignas(1024) uint8_t o[Traits::kOBytes];  // O staging (kSeparateO)
+  alignas(8) uint64_t q_full, q_empty;       // per tile: Q landed / Q buffer free
   uint64_t k_full[Traits::kStages], k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
   uint64_t v_ready[Traits::kStages];  // secret lengths: V rows past L_k zeroed
-  int32_t lens[2];                    // L_q, L_k (secret; clamped)
+  int32_t lens[2][2];                 // per tile parity: L_q, L_k (secret; clamped)
 };
 
 }  // namespace dhp::sm90

@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/sm90/forward_kernel.cuh"
@@ -47,7 +48,18 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   static thread_local int configured_device = -1;
   if (const cudaError_t err = kernels::ensure_smem_limit(kernel, kSmem, configured_device); err != cudaSuccess)
     return err;
-  const dim3 grid((a.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, a.heads_q, a.batch);
+  // Persistent: one CTA per SM at most (shared memory allows no second).
+  static thread_local int sm_device = -1, sm_count = 0;
+  if (int device = 0; cudaGetDevice(&device) == cudaSuccess && device != sm_device) {
+    if (const cudaError_t err = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+        err != cudaSuccess)
+      return err;
+    sm_device = device;
+  }
+  // The schedule counts tiles in int32 (public shape; checked here).
+  const int64_t tiles = (static_cast<int64_t>(a.seqlen_q) + Traits::kBlockM - 1) / Traits::kBlockM * a.heads_q * a.batch;
+  if (tiles > INT32_MAX) return cudaErrorNotSupported;
+  const int grid = static_cast<int>(tiles < sm_count ? tiles : sm_count);
   kernel<<<grid, Traits::kThreads, kSmem, stream>>>(a, tq, tk, tv);
   return cudaGetLastError();
 }

@@ -53,9 +53,12 @@ struct ConsumerView {
   int g, lane;
   int32_t m0, first_row;
   uint32_t lens_addr, q_base;
+  uint32_t kv0;      // key tiles this CTA consumed before this tile (ring position)
+  uint32_t q_phase;  // parity of this tile's q_full phase
 
   __device__ __forceinline__ ConsumerView(SharedStorage<Traits>& st_, const kernels::ForwardArgs& args_,
-                                          const Range& range_, int32_t m0_, int g_, int wtid)
+                                          const Range& range_, int32_t m0_, int g_, int wtid, uint32_t kv0_,
+                                          uint32_t tile_count)
       : st(st_),
         args(args_),
         range(range_),
@@ -63,8 +66,14 @@ struct ConsumerView {
         lane(wtid % 32),
         m0(m0_),
         first_row(m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
-        lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens))),
-        q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q)) + 64 * g_ * 128) {}
+        lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens[tile_count & 1]))),
+        q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q)) + 64 * g_ * 128),
+        kv0(kv0_),
+        q_phase(tile_count & 1) {}
+
+  // Ring slot and barrier parity of the tile's it-th key tile.
+  __device__ __forceinline__ int stage(int32_t it) const { return (kv0 + it) % S; }
+  __device__ __forceinline__ uint32_t parity(int32_t it) const { return ((kv0 + it) / S) & 1; }
 
   template <int NT>
   __device__ __forceinline__ void mask(float (&s3)[1][NT][4], int32_t n) const {
@@ -86,7 +95,7 @@ template <typename Traits, typename View = ConsumerView<Traits>>
 __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2], sm80::OnlineSoftmax<1>& sm) {
   using T = typename View::T;
   constexpr DType DT = View::DT;
-  constexpr int BM = View::BM, BN = View::BN, D = View::D, S = View::S;
+  constexpr int BM = View::BM, BN = View::BN, D = View::D;
   auto& st = view.st;
   const auto& args = view.args;
   const auto& range = view.range;
@@ -94,11 +103,11 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   sm.init();
-  tma::wait(&st.q_full, 0);
+  tma::wait(&st.q_full, view.q_phase);
 
   for (int32_t it = 0; it < range.n_end; ++it) {  // public trip count
-    const int s = it % S;
-    const uint32_t phase = (it / S) & 1;
+    const int s = view.stage(it);
+    const uint32_t phase = view.parity(it);
     const int32_t n = range.n_end - 1 - it;
     const uint32_t k_base = static_cast<uint32_t>(__cvta_generic_to_shared(st.k[s]));
     const uint32_t v_base = static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s]));

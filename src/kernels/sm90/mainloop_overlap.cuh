@@ -6,7 +6,10 @@
 //    only on its turn (named barriers 2 and 3), so one warpgroup's softmax
 //    overlaps the other's GEMMs.
 // Every barrier operation runs the same number of times in both warpgroups
-// (public trip count), so the hand-offs always balance.
+// (public trip count), so the hand-offs always balance. The turn order runs
+// on across the tiles of the persistent loop: pingpong::begin before the
+// first tile, pingpong::end after the last (a per-tile start and end would
+// let warpgroup 1 arrive twice on one barrier before warpgroup 0 syncs).
 #pragma once
 
 #include <cstdint>
@@ -22,13 +25,20 @@ __device__ __forceinline__ void wait_turn(int g) { asm volatile("bar.sync %0, 25
 __device__ __forceinline__ void pass_turn(int g) {
   asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (1 - g)) : "memory");
 }
+// Warpgroup 0 issues first; at the end it consumes warpgroup 1's last hand-off.
+__device__ __forceinline__ void begin(int g) {
+  if (g == 1) pass_turn(1);
+}
+__device__ __forceinline__ void end(int g) {
+  if (g == 0) wait_turn(0);
+}
 }  // namespace pingpong
 
 template <typename Traits, typename View = ConsumerView<Traits>>
 __device__ __forceinline__ void run_consumer_overlapped(const View& view, float (&o)[View::D / 2],
                                                         sm80::OnlineSoftmax<1>& out_sm) {
   using T = typename View::T;
-  constexpr int BM = View::BM, BN = View::BN, D = View::D, S = View::S;
+  constexpr int BM = View::BM, BN = View::BN, D = View::D;
   constexpr DType DT = View::DT;
   auto& st = view.st;
   const auto& args = view.args;
@@ -71,20 +81,19 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
 
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-  if (g == 1) pingpong::pass_turn(1);  // warpgroup 0 issues first
-  tma::wait<true>(&st.q_full, 0);
+  tma::wait<true>(&st.q_full, view.q_phase);
   const int32_t n_tiles = view.range.n_end;  // public
   if (n_tiles > 0) {
-    // Prologue: S for the first key tile (n = n_tiles - 1, stage 0).
-    tma::wait<true>(&st.k_full[0], 0);
+    // Prologue: S for the first key tile (n = n_tiles - 1).
+    tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     pingpong::wait_turn(g);
     wg::fence_operands(sacc);
     wg::fence();
-    issue_qk(0);
+    issue_qk(view.stage(0));
     pingpong::pass_turn(g);
     wg::wait<0>();
     wg::fence_operands(sacc);
-    tma::arrive(&st.k_empty[0]);
+    tma::arrive(&st.k_empty[view.stage(0)]);
     scores_to_p(n_tiles - 1);
     // Each iteration ends with the softmax of S(it) while P(it-1)·V(it-1) is
     // still on the tensor cores; the wait for that P·V, the O rescale and the
@@ -99,14 +108,14 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
       wg::wait<0>();
       wg::fence_operands(o);
       wg::fence_operands(p);
-      if (it > 1) tma::arrive(&st.v_empty[(it - 2) % S]);  // public predicate
+      if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
       SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
     };
     for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
       finish_tile(it);
-      const int s = it % S, sp = (it - 1) % S;
-      const uint32_t ph = (it / S) & 1, php = ((it - 1) / S) & 1;
+      const int s = view.stage(it), sp = view.stage(it - 1);
+      const uint32_t ph = view.parity(it), php = view.parity(it - 1);
       tma::wait<true>(&st.k_full[s], ph);
       tma::wait<true>(v_barrier(sp), php);
       pingpong::wait_turn(g);
@@ -125,8 +134,8 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     }
     finish_tile(n_tiles);
     // Tail: P·V of the last tile.
-    const int sp = (n_tiles - 1) % S;
-    const uint32_t php = ((n_tiles - 1) / S) & 1;
+    const int sp = view.stage(n_tiles - 1);
+    const uint32_t php = view.parity(n_tiles - 1);
     tma::wait<true>(v_barrier(sp), php);
     pingpong::wait_turn(g);
     wg::fence_operands(o);
@@ -139,7 +148,6 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     wg::fence_operands(p);
     tma::arrive(&st.v_empty[sp]);
   }
-  if (g == 0) pingpong::wait_turn(0);  // consume warpgroup 1's last hand-off
   sm.export_to(out_sm);
 }
 

@@ -1,70 +1,102 @@
 // Producer warpgroup of the Hopper kernel: one thread issues the TMA copies
-// (Q once, then K and V per key tile into a kStages ring); with secret
-// lengths the whole warpgroup then zeroes the V rows past L_k in every tile
-// by select, so that padding (NaN included) never meets a zero weight in
+// (per tile of the static schedule: Q, then K and V per key tile into a
+// kStages ring); with secret lengths the whole warpgroup then zeroes the V
+// rows past L_k in every tile by select, so that padding (NaN included) never meets a zero weight in
 // P*V (0 * NaN = NaN). All coordinates and byte counts are public.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/common/ct.cuh"
+#include "kernels/forward_args.hpp"
+#include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
+#include "kernels/sm90/scheduler.cuh"
 #include "kernels/sm90/tma.cuh"
 
 namespace dhp::sm90 {
 
 // Zeroes rows >= keys_left of a 128-B-swizzled V tile (rows = BN keys), by
 // rewriting every 16-byte chunk: the addresses touched do not depend on the
-// secret, only the values written do.
+// secret, only the values written do. `tile` is a shared-window address, so
+// the accesses are LDS/STS, not generic loads and stores.
 template <int BN, int D>
-__device__ __forceinline__ void zero_rows_from(uint8_t* tile, int32_t keys_left, int ptid) {
+__device__ __forceinline__ void zero_rows_from(uint32_t tile, int32_t keys_left, int ptid) {
   constexpr int kChunks = BN * D / 8;
 #pragma unroll 4
   for (int c = ptid; c < kChunks; c += 128) {
     const int row = (c % (BN * 8)) / 8;  // a chunk's row: its byte offset in the block / 128
-    uint4* p = reinterpret_cast<uint4*>(tile + c * 16);
-    uint4 v = *p;
+    const uint32_t addr = tile + c * 16;
+    uint32_t x, y, z, w;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(addr));
     const ct::Mask keep = ct::ct_mask_lt(row, keys_left);
-    v.x &= keep, v.y &= keep, v.z &= keep, v.w &= keep;
-    *p = v;
+    x &= keep, y &= keep, z &= keep, w &= keep;
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
   }
 }
 
+// The lengths of `batch`, secret values read from public addresses and
+// clamped arithmetically to [0, S_q] and [0, S_k].
+__device__ __forceinline__ void load_lengths(const kernels::ForwardArgs& args, int32_t batch, int32_t& lq,
+                                             int32_t& lk) {
+  lq = static_cast<int32_t>(args.seqlen_q), lk = static_cast<int32_t>(args.seqlen_k);
+  if (args.lens_q != nullptr) lq = ct::ct_clamp(args.lens_q[batch], 0, lq);  // public test
+  if (args.lens_k != nullptr) lk = ct::ct_clamp(args.lens_k[batch], 0, lk);  // public test
+}
+
+// One thread issues every copy; with secret lengths the whole warpgroup also
+// zeroes V. The tile loop and the ring position (kv: key tiles issued so far
+// by this CTA) follow the static schedule, so every count is public.
 template <typename Traits>
-__device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const void* tm_q, const void* tm_k,
-                                             const void* tm_v, int32_t m0, int32_t head, int32_t head_kv,
-                                             int32_t batch, int32_t n_end, int ptid) {
+__device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
+                                             const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
+                                             const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
-  if (ptid == 0) {
-    tma::arrive_expect_bytes(&st.q_full, Traits::kQBytes);
-#pragma unroll
-    for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-      tma::load_4d(st.q + cb * BM * 128, tm_q, cb * 64, m0, head, batch, &st.q_full);
-  }
-  for (int32_t it = 0; it < n_end; ++it) {  // public trip count
-    const int s = it % S;
-    const uint32_t phase = (it / S) & 1;
-    const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
+  constexpr bool kSleep = Traits::kOverlap;  // v2b: suspend-hint waits
+  uint32_t kv = 0, tc = 0;
+  for (int32_t t = blockIdx.x; t < sched.total; t += gridDim.x, ++tc) {  // public schedule
+    const Tile tile = sched.decode(t);
+    const int32_t m0 = tile.m_block * BM, head_kv = tile.head / args.kv_group;
+    const int32_t n_end = sm80::KeyTileRange<BM, BN>(args, m0).n_end;
+    int32_t L_q = 0, L_k = 0;
+    if constexpr (Traits::kHasLengths) load_lengths(args, tile.batch, L_q, L_k);
     if (ptid == 0) {
-      tma::wait<Traits::kOverlap>(&st.k_empty[s], phase ^ 1);  // a fresh barrier passes parity 1 at once
-      tma::arrive_expect_bytes(&st.k_full[s], Traits::kKVBytes);
+      // The consumers are done with the previous tile's Q (and, without a
+      // separate O buffer, with its epilogue).
+      tma::wait<kSleep>(&st.q_empty, (tc & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+      if constexpr (Traits::kHasLengths) {  // published by q_full's arrive (release)
+        st.lens[tc & 1][0] = L_q;
+        st.lens[tc & 1][1] = L_k;
+      }
+      tma::arrive_expect_bytes(&st.q_full, Traits::kQBytes);
 #pragma unroll
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-        tma::load_4d(st.k[s] + cb * BN * 128, tm_k, cb * 64, n * BN, head_kv, batch, &st.k_full[s]);
-      tma::wait<Traits::kOverlap>(&st.v_empty[s], phase ^ 1);
-      tma::arrive_expect_bytes(&st.v_full[s], Traits::kKVBytes);
-#pragma unroll
-      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-        tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, batch, &st.v_full[s]);
+        tma::load_4d(st.q + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full);
     }
-    if constexpr (Traits::kHasLengths) {
-      tma::wait<Traits::kOverlap>(&st.v_full[s], phase);
-      int32_t L_k;
-      asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_k) : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(&st.lens[1]))));
-      zero_rows_from<BN, Traits::kHeadDim>(st.v[s], L_k - n * BN, ptid);
-      // Generic-proxy writes, read next by wgmma through the async proxy.
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      tma::arrive(&st.v_ready[s]);
+    for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
+      const int s = kv % S;
+      const uint32_t phase = (kv / S) & 1;
+      const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
+      if (ptid == 0) {
+        tma::wait<kSleep>(&st.k_empty[s], phase ^ 1);
+        tma::arrive_expect_bytes(&st.k_full[s], Traits::kKVBytes);
+#pragma unroll
+        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+          tma::load_4d(st.k[s] + cb * BN * 128, tm_k, cb * 64, n * BN, head_kv, tile.batch, &st.k_full[s]);
+        tma::wait<kSleep>(&st.v_empty[s], phase ^ 1);
+        tma::arrive_expect_bytes(&st.v_full[s], Traits::kKVBytes);
+#pragma unroll
+        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+          tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, tile.batch, &st.v_full[s]);
+      }
+      if constexpr (Traits::kHasLengths) {
+        tma::wait<kSleep>(&st.v_full[s], phase);
+        zero_rows_from<BN, Traits::kHeadDim>(static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])),
+                                             L_k - n * BN, ptid);
+        // Generic-proxy writes, read next by wgmma through the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        tma::arrive(&st.v_ready[s]);
+      }
     }
   }
 }
