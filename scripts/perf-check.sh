@@ -5,6 +5,8 @@
 # PyTorch SDPA (cuDNN, FlashAttention-2) on the same rows in the same run,
 # and prints one table last: one TFLOP/s column per kernel, ratios to cuDNN.
 #   KERNELS="hopper hopper-overlap" TEST_KERNELS="hopper-overlap" scripts/perf-check.sh [--quick]
+# An entry may carry extra environment for an A/B run:
+#   KERNELS="hopper-overlap hopper-overlap:DHP_SM90_GRID=tiles,DHP_SM90_ORDER=2"
 # Logs go to $OUT (or ./perf-check-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +27,12 @@ for k in $test_kernels; do
   grep -E "^\[  FAILED  \]" "$out/tests-$k.log" | head -10
 done
 tsvs=()
-for k in $kernels; do
-  DHP_KERNEL=$k timeout 300 build/hopper/tools/dhp_bench ${1:-} --out "$out/bench-$k.tsv" > "$out/bench-$k.log" 2>&1 ||
-    { echo "bench ($k) failed:"; tail -5 "$out/bench-$k.log"; rc=1; }
-  tsvs+=("$k=$out/bench-$k.tsv")
+for entry in $kernels; do
+  k="${entry%%:*}"; extra=""; [ "$k" != "$entry" ] && extra="${entry#*:}"
+  tag="$(echo "$entry" | tr ':,=' '_._')"
+  env DHP_KERNEL="$k" ${extra//,/ } timeout 300 build/hopper/tools/dhp_bench ${1:-} --out "$out/bench-$tag.tsv" \
+    > "$out/bench-$tag.log" 2>&1 || { echo "bench ($entry) failed:"; tail -5 "$out/bench-$tag.log"; rc=1; }
+  tsvs+=("$tag=$out/bench-$tag.tsv")
 done
 python3 scripts/sdpa_compare.py "${tsvs[@]}" > "$out/compare.md" 2> "$out/compare.err" || { cat "$out/compare.err"; rc=1; }
 echo "total: $(( $(date +%s) - start )) s"

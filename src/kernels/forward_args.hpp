@@ -30,6 +30,9 @@ struct ForwardArgs {
   // with separate lengths (the offset L_k - L_q is secret).
   int32_t causal_diagonal_public;
   int32_t causal_offset;  // the public offset when causal_diagonal_public
+  // Hopper persistent kernel only: the static tile order (sm90/scheduler.cuh,
+  // TileOrder); set by its launcher, public.
+  int32_t tile_order;
 };
 
 }  // namespace dhp::kernels

@@ -65,7 +65,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int warp_row0 = 64 * g + 16 * (wtid / 32);
   if constexpr (Traits::kOverlap) pingpong::begin(g);
   uint32_t kv = 0, tc = 0;
-  for (int32_t t = blockIdx.x; t < sched.total; t += gridDim.x, ++tc) {  // public schedule
+  for (int32_t r = 0; r < sched.rounds(); ++r) {  // public schedule
+    const int32_t t = sched.tile_of(r);
+    if (t >= sched.total) continue;  // public: no tile for this CTA in the last round
     const Tile tile = sched.decode(t);
     const int32_t m0 = tile.m_block * BM;
     const sm80::KeyTileRange<BM, BN> range(args, m0);
@@ -104,6 +106,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       __syncwarp();
       tma::arrive(&st.q_empty);  // this thread's reads of the staged O are done
     }
+    ++tc;
   }
   if constexpr (Traits::kOverlap) pingpong::end(g);
 #endif

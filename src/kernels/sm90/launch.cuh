@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/sm90/forward_kernel.cuh"
@@ -59,8 +61,15 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   // The schedule counts tiles in int32 (public shape; checked here).
   const int64_t tiles = (static_cast<int64_t>(a.seqlen_q) + Traits::kBlockM - 1) / Traits::kBlockM * a.heads_q * a.batch;
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
-  const int grid = static_cast<int>(tiles < sm_count ? tiles : sm_count);
-  kernel<<<grid, Traits::kThreads, kSmem, stream>>>(a, tq, tk, tv);
+  // Experiment knobs (public): DHP_SM90_GRID=tiles launches one CTA per tile
+  // (not persistent); DHP_SM90_ORDER=0|1|2 picks the TileOrder.
+  static const char* grid_env = std::getenv("DHP_SM90_GRID");
+  static const char* order_env = std::getenv("DHP_SM90_ORDER");
+  const bool one_per_tile = grid_env != nullptr && std::strcmp(grid_env, "tiles") == 0;
+  kernels::ForwardArgs args = a;
+  args.tile_order = order_env != nullptr ? std::atoi(order_env) % 3 : (a.causal ? kHeadMajorHeavyFirst : kHeadMajor);
+  const int grid = static_cast<int>(tiles < sm_count || one_per_tile ? tiles : sm_count);
+  kernel<<<grid, Traits::kThreads, kSmem, stream>>>(args, tq, tk, tv);
   return cudaGetLastError();
 }
 

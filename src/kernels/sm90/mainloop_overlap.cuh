@@ -19,6 +19,12 @@
 
 namespace dhp::sm90 {
 
+#ifndef DHP_SM90_INTRA_WG_OVERLAP
+#define DHP_SM90_INTRA_WG_OVERLAP 1
+#endif
+// A/B switch while the two forms are measured (docs/perf-log.md).
+inline constexpr bool kIntraOverlap = DHP_SM90_INTRA_WG_OVERLAP != 0;
+
 namespace pingpong {
 // Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
 __device__ __forceinline__ void wait_turn(int g) { asm volatile("bar.sync %0, 256;\n" ::"r"(2 + g) : "memory"); }
@@ -95,15 +101,16 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
     wg::fence_operands(sacc);
     tma::arrive(&st.k_empty[view.stage(0)]);
     scores_to_p(n_tiles - 1);
-    // Each iteration ends with the softmax of S(it) while P(it-1)·V(it-1) is
-    // still on the tensor cores; the wait for that P·V, the O rescale and the
-    // packing of P(it) open the next iteration. The loop back-edge between
-    // the two is a basic-block boundary, which keeps ptxas from hoisting the
-    // wait above the softmax (it does so within one block: 0 of 66 EX2 were
-    // left between the waits). P is packed in one place per iteration, so it
-    // is not carried around the loop (that cost 32 register moves).
-    // it = number of key tiles whose softmax is done; P(it-1)·V(it-1), if
-    // issued (it > 1), is the group in flight.
+    // Intra-warpgroup overlap (kIntraOverlap): each iteration ends with the
+    // softmax of S(it) while P(it-1)·V(it-1) is still on the tensor cores;
+    // the wait for that P·V, the O rescale and the packing of P(it) open the
+    // next iteration. The loop back-edge between the two is a basic-block
+    // boundary, which keeps ptxas from hoisting the wait above the softmax
+    // (it does so within one block: 0 of 66 EX2 were left between the
+    // waits). P is packed in one place per iteration, so it is not carried
+    // around the loop. Without it, the same steps close each iteration.
+    // finish_tile(it): it = key tiles whose softmax is done; P(it-1)·V(it-1),
+    // if issued (it > 1), is the group in flight.
     auto finish_tile = [&](int32_t it) {
       wg::wait<0>();
       wg::fence_operands(o);
@@ -112,8 +119,9 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
       SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
     };
+    if constexpr (!kIntraOverlap) finish_tile(1);  // packs P(0); nothing in flight
     for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
-      finish_tile(it);
+      if constexpr (kIntraOverlap) finish_tile(it);
       const int s = view.stage(it), sp = view.stage(it - 1);
       const uint32_t ph = view.parity(it), php = view.parity(it - 1);
       tma::wait<true>(&st.k_full[s], ph);
@@ -131,8 +139,9 @@ __device__ __forceinline__ void run_consumer_overlapped(const View& view, float 
       tma::arrive(&st.k_empty[s]);
       scores_to_p(n_tiles - 1 - it);
       wg::fence_operands(sacc);
+      if constexpr (!kIntraOverlap) finish_tile(it + 1);
     }
-    finish_tile(n_tiles);
+    if constexpr (kIntraOverlap) finish_tile(n_tiles);
     // Tail: P·V of the last tile.
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);

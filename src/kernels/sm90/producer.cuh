@@ -54,7 +54,9 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
   constexpr bool kSleep = Traits::kOverlap;  // v2b: suspend-hint waits
   uint32_t kv = 0, tc = 0;
-  for (int32_t t = blockIdx.x; t < sched.total; t += gridDim.x, ++tc) {  // public schedule
+  for (int32_t r = 0; r < sched.rounds(); ++r) {  // public schedule
+    const int32_t t = sched.tile_of(r);
+    if (t >= sched.total) continue;  // public: no tile for this CTA in the last round
     const Tile tile = sched.decode(t);
     const int32_t m0 = tile.m_block * BM, head_kv = tile.head / args.kv_group;
     const int32_t n_end = sm80::KeyTileRange<BM, BN>(args, m0).n_end;
@@ -98,6 +100,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         tma::arrive(&st.v_ready[s]);
       }
     }
+    ++tc;
   }
 }
 
