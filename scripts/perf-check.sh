@@ -4,15 +4,15 @@
 # kernel in $TEST_KERNELS, the benchmark on each kernel in $KERNELS, then
 # PyTorch SDPA (cuDNN, FlashAttention-2) on the same rows in the same run,
 # and prints one table last: one TFLOP/s column per kernel, ratios to cuDNN.
-#   KERNELS="hopper hopper-overlap" TEST_KERNELS="hopper-overlap" scripts/perf-check.sh [--quick]
+#   KERNELS="hopper portable" TEST_KERNELS="hopper" scripts/perf-check.sh [--quick]
 # An entry may carry extra environment for an A/B run:
-#   KERNELS="hopper-overlap hopper-overlap:DHP_SM90_GRID=tiles,DHP_SM90_ORDER=2"
+#   KERNELS="hopper hopper:DHP_SM90_GRID=tiles,DHP_SM90_ORDER=2"
 # Logs go to $OUT (or ./perf-check-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-perf-check-out}"
 mkdir -p "$out"
-kernels="${KERNELS:-hopper hopper-overlap}"
+kernels="${KERNELS:-hopper}"
 test_kernels="${TEST_KERNELS:-$kernels}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 start=$(date +%s)

@@ -67,10 +67,24 @@ def main(paths):
             peer[name] = flops / (ms * 1e-3) / 1e12 if ms else None
         fmt = lambda x: f"{x:.1f}" if x else "n/a"
         ratio = lambda x, p: f"{x / p:.2f}" if (x and p) else "n/a"
-        cells = [r["dtype"], B, H, S, D, int(causal), f"{ours:.1f}"] + [fmt(x) for x in others]
+        mode = r.get("mode", "dense")
+        label = r["dtype"] if mode == "dense" else f"{r['dtype']} ({mode})"
+        cells = [label, B, H, S, D, int(causal), f"{ours:.1f}"] + [fmt(x) for x in others]
         cells += [fmt(peer["flash"]), fmt(peer["cudnn"]), ratio(ours, peer["flash"]), ratio(ours, peer["cudnn"])]
         cells += [ratio(x, peer["cudnn"]) for x in others]
         print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
+    # The side figures, from the first TSV.
+    key = lambda r: (r["dtype"], r["B"], r["H"], r["S"], r["D"], r["causal"])
+    dense = {key(r): float(r["tflops"]) for r in rows if r.get("mode", "dense") == "dense"}
+    print()
+    for r in rows:
+        mode = r.get("mode", "dense")
+        if mode == "lengths" and key(r) in dense:
+            print(f"- secret lengths, {r['dtype']} B{r['B']} H{r['H']} S_max {r['S']} D{r['D']} causal {r['causal']}: "
+                  f"{float(r['tflops']):.1f} TFLOP/s = {float(r['tflops']) / dense[key(r)]:.2f}x the same kernel dense")
+        elif mode == "graph":
+            print(f"- {r['dtype']} B{r['B']} H{r['H']} S{r['S']} D{r['D']}: {1000 * float(r['median_ms']):.2f} us per call "
+                  f"(CUDA graph replay; the SDPA columns time single calls)")
 
 
 if __name__ == "__main__":

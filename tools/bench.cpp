@@ -25,11 +25,14 @@ int main(int argc, char** argv) {
   }
   std::printf("device: %s\n", testing::device_description().c_str());
   std::vector<testing::Case> cases;
-  auto add = [&](DType dt, int64_t B, int64_t H, int64_t S, int64_t D, bool causal) {
+  std::vector<int> graph_launches;  // per case: 0 = one call per sample
+  auto add = [&](DType dt, int64_t B, int64_t H, int64_t S, int64_t D, bool causal,
+                 testing::Lengths lengths = testing::Lengths::kNone, int graph = 0) {
     testing::Case c;
     c.dtype = dt; c.batch = B; c.heads_q = c.heads_kv = H; c.seqlen_q = c.seqlen_k = S;
-    c.head_dim = D; c.causal = causal;
+    c.head_dim = D; c.causal = causal; c.lengths = lengths;
     cases.push_back(c);
+    graph_launches.push_back(graph);
   };
   add(DType::kFloat16, 4, 16, 4096, 128, false);  // the portable kernel's floor configuration
   const std::vector<int64_t> seqs = quick ? std::vector<int64_t>{512, 4096}
@@ -40,11 +43,20 @@ int main(int argc, char** argv) {
       for (bool causal : {false, true})
         for (int64_t S : seqs) add(dt, 16384 / S, 2048 / D, S, D, causal);
   }
+  // The other figures: secret lengths (random; separate for q and k,
+  // shared when causal so the diagonal stays public) at S_max = 4096, D = 128
+  // -- compare with the dense rows above; and the small configuration per
+  // call as a CUDA graph replay.
+  add(DType::kFloat16, 4, 16, 4096, 128, false, testing::Lengths::kSeparate);
+  add(DType::kFloat16, 4, 16, 4096, 128, true, testing::Lengths::kShared);
+  add(DType::kFloat16, 1, 8, 512, 64, false, testing::Lengths::kNone, 20);
   FILE* out = out_path ? std::fopen(out_path, "w") : nullptr;
-  if (out) std::fprintf(out, "dtype\tB\tH\tS\tD\tcausal\tmedian_ms\tmin_ms\ttflops\n");
+  if (out) std::fprintf(out, "dtype\tB\tH\tS\tD\tcausal\tmedian_ms\tmin_ms\ttflops\tmode\n");
   std::printf("%-5s %3s %3s %6s %4s %6s %10s %8s\n", "dtype", "B", "H", "S", "D", "causal", "median_ms", "TFLOP/s");
-  for (const auto& c : cases) {
-    const tools::Timing t = tools::time_case(c, 5, quick ? 20 : 30);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const testing::Case& c = cases[i];
+    const tools::Timing t = tools::time_case(c, 5, quick ? 20 : 30, graph_launches[i]);
+    const char* mode = graph_launches[i] > 0 ? "graph" : (c.lengths != testing::Lengths::kNone ? "lengths" : "dense");
     const char* dt = c.dtype == DType::kFloat16 ? "fp16" : "bf16";
     if (!t.error.empty()) {
       std::printf("%-5s %3lld %3lld %6lld %4lld %6d ERROR %s\n", dt, (long long)c.batch,
@@ -52,14 +64,14 @@ int main(int argc, char** argv) {
                   t.error.c_str());
       continue;
     }
-    std::printf("%-5s %3lld %3lld %6lld %4lld %6d %10.3f %8.1f\n", dt, (long long)c.batch,
+    std::printf("%-5s %3lld %3lld %6lld %4lld %6d %10.4f %8.1f %s\n", dt, (long long)c.batch,
                 (long long)c.heads_q, (long long)c.seqlen_q, (long long)c.head_dim, c.causal,
-                t.median_ms, t.tflops);
+                t.median_ms, t.tflops, mode);
     std::fflush(stdout);
     if (out)
-      std::fprintf(out, "%s\t%lld\t%lld\t%lld\t%lld\t%d\t%.4f\t%.4f\t%.2f\n", dt, (long long)c.batch,
+      std::fprintf(out, "%s\t%lld\t%lld\t%lld\t%lld\t%d\t%.5f\t%.5f\t%.2f\t%s\n", dt, (long long)c.batch,
                    (long long)c.heads_q, (long long)c.seqlen_q, (long long)c.head_dim, c.causal,
-                   t.median_ms, t.min_ms, t.tflops);
+                   t.median_ms, t.min_ms, t.tflops, mode);
   }
   if (out) std::fclose(out);
   return 0;

@@ -13,7 +13,7 @@ double attention_flops(const testing::Case& c) {
   return c.causal ? f / 2 : f;
 }
 
-Timing time_case(const testing::Case& c, int warmup, int iters) {
+Timing time_case(const testing::Case& c, int warmup, int iters, int graph_launches) {
   Timing t;
   const int64_t nq = c.batch * c.seqlen_q * c.heads_q * c.head_dim;
   const int64_t nk = c.batch * c.seqlen_k * c.heads_kv * c.head_dim;
@@ -31,6 +31,7 @@ Timing time_case(const testing::Case& c, int warmup, int iters) {
   }
   void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   float* lse = nullptr;
+  int32_t* lens = nullptr;
   auto fail = [&](const char* what, cudaError_t e) {
     t.error = std::string(what) + ": " + cudaGetErrorString(e);
   };
@@ -48,20 +49,61 @@ Timing time_case(const testing::Case& c, int warmup, int iters) {
                            c.head_dim, q, k, v, o);
     p.causal = c.causal;
     p.lse = lse;
+    if (c.lengths != testing::Lengths::kNone) {
+      // Secret lengths, uniform in [1, S] per sequence (the work stays S_max).
+      std::vector<int32_t> lq(c.batch), lk(c.batch);
+      for (int64_t b = 0; b < c.batch; ++b) {
+        lq[b] = std::uniform_int_distribution<int32_t>(1, static_cast<int32_t>(c.seqlen_q))(rng);
+        lk[b] = c.lengths == testing::Lengths::kShared
+                    ? lq[b]
+                    : std::uniform_int_distribution<int32_t>(1, static_cast<int32_t>(c.seqlen_k))(rng);
+      }
+      if ((e = cudaMalloc(&lens, 2 * c.batch * sizeof(int32_t))) != cudaSuccess) {
+        fail("cudaMalloc", e);
+      } else {
+        cudaMemcpy(lens, lq.data(), c.batch * sizeof(int32_t), cudaMemcpyHostToDevice);
+        cudaMemcpy(lens + c.batch, lk.data(), c.batch * sizeof(int32_t), cudaMemcpyHostToDevice);
+        if (c.lengths == testing::Lengths::kShared) p.seqlens = lens;
+        else p.seqlens_q = lens, p.seqlens_k = lens + c.batch;
+      }
+    }
     cudaEvent_t start, stop;
     cudaEventCreate(&start);
     cudaEventCreate(&stop);
     std::vector<float> ms;
+    cudaStream_t stream = nullptr;
+    cudaGraphExec_t graph = nullptr;
+    if (graph_launches > 0 && t.error.empty()) {
+      // graph_launches calls captured into one CUDA graph; a sample is one
+      // replay divided by graph_launches (launch overhead as a serving loop sees it).
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      p.stream = stream;
+      cudaGraph_t g = nullptr;
+      cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+      for (int i = 0; i < graph_launches; ++i) {
+        const Status s = attention_forward(p);
+        if (!s) { t.error = s.message; break; }
+      }
+      if ((e = cudaStreamEndCapture(stream, &g)) != cudaSuccess) fail("graph capture", e);
+      else if ((e = cudaGraphInstantiate(&graph, g, 0)) != cudaSuccess) fail("graph instantiate", e);
+      if (g) cudaGraphDestroy(g);
+    }
     for (int i = 0; i < warmup + iters && t.error.empty(); ++i) {
-      cudaEventRecord(start);
-      const Status s = attention_forward(p);
-      cudaEventRecord(stop);
-      if (!s) { t.error = s.message; break; }
+      cudaEventRecord(start, stream);
+      if (graph != nullptr) {
+        if ((e = cudaGraphLaunch(graph, stream)) != cudaSuccess) { fail("graph launch", e); break; }
+      } else if (const Status s = attention_forward(p); !s) {
+        t.error = s.message;
+        break;
+      }
+      cudaEventRecord(stop, stream);
       if ((e = cudaEventSynchronize(stop)) != cudaSuccess) { fail("kernel", e); break; }
       float elapsed = 0;
       cudaEventElapsedTime(&elapsed, start, stop);
-      if (i >= warmup) ms.push_back(elapsed);
+      if (i >= warmup) ms.push_back(graph != nullptr ? elapsed / graph_launches : elapsed);
     }
+    if (graph) cudaGraphExecDestroy(graph);
+    if (stream) cudaStreamDestroy(stream);
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     if (t.error.empty() && !ms.empty()) {
@@ -72,7 +114,7 @@ Timing time_case(const testing::Case& c, int warmup, int iters) {
       t.tflops = attention_flops(c) / (t.median_ms * 1e-3) / 1e12;
     }
   }
-  cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(lse);
+  cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(lse); cudaFree(lens);
   return t;
 }
 

@@ -16,6 +16,9 @@ struct Timing {
 // FLOPs counted the way FlashAttention papers count them.
 double attention_flops(const testing::Case& c);
 
-Timing time_case(const testing::Case& c, int warmup, int iters);
+// c.lengths != kNone: random secret lengths in [1, S] (FLOPs still counted
+// over S: the kernel's work is S_max by design). graph_launches > 0: that
+// many calls captured in one CUDA graph, per-call time of a replay.
+Timing time_case(const testing::Case& c, int warmup, int iters, int graph_launches = 0);
 
 }  // namespace dhp::tools

@@ -20,23 +20,21 @@ Status cuda_failure(const char* what, cudaError_t err) {
   return Status{DHP_ERROR_CUDA, std::string(what) + ": " + cudaGetErrorString(err)};
 }
 
-// Compute capability of the current device, or an error status.
 // Kernel choice on cc 9.0 (a public setting): DHP_KERNEL unset or "hopper":
-// the wgmma + TMA kernel v2a; "hopper-overlap": its v2b main loop
-// (intra-warpgroup overlap + ping-pong, being validated); "portable": the
-// mma.sync kernel. The test scripts run the GPU suite against each.
-enum class KernelChoice { Hopper, HopperOverlap, Portable };
+// the wgmma + TMA kernel (src/kernels/sm90); "portable": the mma.sync kernel.
+// The test scripts run the GPU suite against both.
+enum class KernelChoice { Hopper, Portable };
 KernelChoice kernel_choice() {
   static const KernelChoice choice = [] {
     const char* v = std::getenv("DHP_KERNEL");
     const std::string s = v != nullptr ? v : "";
     if (s == "portable") return KernelChoice::Portable;
-    if (s == "hopper-overlap") return KernelChoice::HopperOverlap;
     return KernelChoice::Hopper;
   }();
   return choice;
 }
 
+// Compute capability of the current device, or an error status.
 Status current_device_cc(int* major) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
@@ -77,17 +75,10 @@ Status attention_forward(const Params& p) {
   static constexpr Launch kSm90Table[2][3] = {
       {sm90::launch_forward_fp16_d64, sm90::launch_forward_fp16_d128, sm90::launch_forward_fp16_d256},
       {sm90::launch_forward_bf16_d64, sm90::launch_forward_bf16_d128, sm90::launch_forward_bf16_d256}};
-  static constexpr Launch kSm90OverlapTable[2][3] = {
-      {sm90::overlap::launch_forward_fp16_d64, sm90::overlap::launch_forward_fp16_d128,
-       sm90::overlap::launch_forward_fp16_d256},
-      {sm90::overlap::launch_forward_bf16_d64, sm90::overlap::launch_forward_bf16_d128,
-       sm90::overlap::launch_forward_bf16_d256}};
-  const KernelChoice choice = kernel_choice();
-  if (major == 9 && choice != KernelChoice::Portable) {
+  if (major == 9 && kernel_choice() != KernelChoice::Portable) {
     // cudaErrorNotSupported: not expressible as TMA tensor maps (a base or a
     // stride not 16-byte aligned); nothing was launched, use the portable kernel.
-    const auto& table = choice == KernelChoice::HopperOverlap ? kSm90OverlapTable : kSm90Table;
-    const cudaError_t e = table[dtype_index][dim_index](a, has_lengths, stream);
+    const cudaError_t e = kSm90Table[dtype_index][dim_index](a, has_lengths, stream);
     if (e == cudaSuccess) return {};
     if (e != cudaErrorNotSupported) return cuda_failure("kernel launch", e);
   }

@@ -2,7 +2,7 @@
 // (at most one CTA per SM, tiles from the static schedule in scheduler.cuh),
 // TMA loads into a two-stage shared-memory ring, wgmma for both GEMMs, one
 // producer and two consumer warpgroups (warp specialisation with
-// setmaxnreg); main loop v2a (mainloop.cuh) or v2b (mainloop_overlap.cuh). Same contract as the portable kernel: the key loop's trip
+// setmaxnreg), ping-pong between the consumers (mainloop.cuh). Same contract as the portable kernel: the key loop's trip
 // count is public, masking is by select (in every tile when lengths are
 // secret), every output row < S_q is written, and the epilogue is shared.
 #pragma once
@@ -16,8 +16,8 @@
 #include "kernels/sm80/epilogue.cuh"
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
+#include "kernels/sm90/consumer_view.cuh"
 #include "kernels/sm90/mainloop.cuh"
-#include "kernels/sm90/mainloop_overlap.cuh"
 #include "kernels/sm90/producer.cuh"
 #include "kernels/sm90/scheduler.cuh"
 #include "kernels/sm90/tma.cuh"
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;
   const int warp_row0 = 64 * g + 16 * (wtid / 32);
-  if constexpr (Traits::kOverlap) pingpong::begin(g);
+  pingpong::begin(g);
   uint32_t kv = 0, tc = 0;
   for (int32_t r = 0; r < sched.rounds(); ++r) {  // public schedule
     const int32_t t = sched.tile_of(r);
@@ -74,10 +74,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const ConsumerView<Traits> view(st, args, range, m0, g, wtid, kv, tc);
     float o[D / 2];
     sm80::OnlineSoftmax<1> sm;
-    if constexpr (Traits::kOverlap)
-      run_consumer_overlapped<Traits>(view, o, sm);
-    else
-      run_consumer<Traits>(view, o, sm);
+    run_consumer<Traits>(view, o, sm);
     kv += range.n_end;
 
     int32_t L_q = args.seqlen_q;
@@ -108,7 +105,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
     ++tc;
   }
-  if constexpr (Traits::kOverlap) pingpong::end(g);
+  pingpong::end(g);
 #endif
 }
 

@@ -27,14 +27,11 @@ struct Sm90Config<256> {
   static constexpr int kBlockN = 64;
 };
 
-// OVERLAP: the v2b main loop (mainloop_overlap.cuh: intra-warpgroup overlap
-// and ping-pong between the consumer warpgroups); false: v2a (mainloop.cuh).
-template <typename T_, int D, bool HAS_LENGTHS_, bool OVERLAP_ = false>
+template <typename T_, int D, bool HAS_LENGTHS_>
 struct Sm90Traits : Sm90Config<D> {
   using T = T_;
   static constexpr int kHeadDim = D;
   static constexpr bool kHasLengths = HAS_LENGTHS_;
-  static constexpr bool kOverlap = OVERLAP_;
   static constexpr int kBlockM = 128;      // two consumer warpgroups x 64 rows
   static constexpr int kBlockN = Sm90Config<D>::kBlockN;
   static constexpr int kStages = 2;

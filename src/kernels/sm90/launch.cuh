@@ -81,10 +81,4 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
     return has_lengths ? launch_forward<Sm90Traits<TYPE, D, true>>(a, s)                               \
                        : launch_forward<Sm90Traits<TYPE, D, false>>(a, s);                             \
   }                                                                                                    \
-  namespace overlap {                                                                                  \
-  cudaError_t launch_forward_##NAME(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s) { \
-    return has_lengths ? launch_forward<Sm90Traits<TYPE, D, true, true>>(a, s)                         \
-                       : launch_forward<Sm90Traits<TYPE, D, false, true>>(a, s);                       \
-  }                                                                                                    \
-  }                                                                                                    \
   }

@@ -10,10 +10,6 @@
 
 namespace dhp::sm90 {
 
-DHP_DECLARE_FORWARD_LAUNCHERS  // v2a
-
-namespace overlap {
-DHP_DECLARE_FORWARD_LAUNCHERS  // v2b: intra-warpgroup overlap + ping-pong
-}
+DHP_DECLARE_FORWARD_LAUNCHERS
 
 }  // namespace dhp::sm90

@@ -1,149 +1,169 @@
-// Consumer warpgroup main loop of the Hopper kernel: per key tile,
+// Consumer main loop of the Hopper kernel, per key tile j:
 //   S = Q·Kᵀ        (SS wgmma, D/16 instructions of m64nBNk16)
-//   mask, softmax   (on the accumulator fragment; the portable kernel's
-//                    select-based mask and exp2 online softmax, MT = 1)
-//   O += P·V        (RS wgmma: P packed to 16 bit in registers as A, V
-//                    MN-major from shared memory; BN/16 instructions)
-// The wgmma accumulator fragment of one warp is the mma.sync m16n8 C
-// fragment over BN/8 (or D/8) column blocks, so the portable mask and
-// softmax code applies unchanged to it viewed as [1][N/8][4].
+//   mask, softmax   (select-based mask, exp2 online softmax: sm90/softmax.cuh)
+//   O += P·V        (RS wgmma: P packed to 16 bit in registers as the A
+//                    operand, V MN-major from shared memory; BN/16 instructions)
+// S(j+1) and P(j)·V(j) are issued together as two wgmma groups, and
+//  * ping-pong between the two consumer warpgroups: each issues its GEMMs
+//    only on its turn (named barriers 2 and 3), so one warpgroup's softmax
+//    overlaps the other's GEMMs;
+//  * optional intra-warpgroup overlap (DHP_SM90_INTRA_WG_OVERLAP=1): the
+//    softmax of S(j+1) runs while the warpgroup's own P(j)·V(j) is still on
+//    the tensor cores. Measured 1-5 % slower than ping-pong alone on every
+//    row of the quick grid (H200, docs/perf-log.md), so off by default.
+// Every barrier operation runs the same number of times in both warpgroups
+// (public trip count), so the hand-offs always balance. The turn order runs
+// on across the tiles of the persistent loop: pingpong::begin before the
+// first tile, pingpong::end after the last (a per-tile start and end would
+// let warpgroup 1 arrive twice on one barrier before warpgroup 0 syncs).
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
-#include <type_traits>
 
-#include "kernels/forward_args.hpp"
-#include "kernels/sm80/forward_kernel.cuh"
-#include "kernels/sm80/mask.cuh"
-#include "kernels/sm80/softmax.cuh"
-#include "kernels/sm80/warp_mma.cuh"
-#include "kernels/sm90/kernel_traits.cuh"
-#include "kernels/sm90/tma.cuh"
-#include "kernels/sm90/wgmma.cuh"
+#include "kernels/sm90/consumer_view.cuh"
+#include "kernels/sm90/softmax.cuh"
 
 namespace dhp::sm90 {
 
-template <int N>
-__device__ __forceinline__ float (&as_frag(float (&x)[N / 2]))[1][N / 8][4] {
-  return *reinterpret_cast<float(*)[1][N / 8][4]>(&x);
+#ifndef DHP_SM90_INTRA_WG_OVERLAP
+#define DHP_SM90_INTRA_WG_OVERLAP 0
+#endif
+// Compile-time switch; both forms pass the GPU suite (docs/perf-log.md).
+inline constexpr bool kIntraOverlap = DHP_SM90_INTRA_WG_OVERLAP != 0;
+
+namespace pingpong {
+// Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
+__device__ __forceinline__ void wait_turn(int g) { asm volatile("bar.sync %0, 256;\n" ::"r"(2 + g) : "memory"); }
+__device__ __forceinline__ void pass_turn(int g) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (1 - g)) : "memory");
 }
-
-template <typename T>
-constexpr DType dtype_of() {
-  return std::is_same_v<T, __half> ? DType::F16 : DType::BF16;
+// Warpgroup 0 issues first; at the end it consumes warpgroup 1's last hand-off.
+__device__ __forceinline__ void begin(int g) {
+  if (g == 1) pass_turn(1);
 }
+__device__ __forceinline__ void end(int g) {
+  if (g == 0) wait_turn(0);
+}
+}  // namespace pingpong
 
-// A consumer thread's place in the tile, shared by both main loops: its
-// first query row, where Q and the lengths live, and the select-based mask
-// of an S tile (in every tile when lengths are secret, else only where the
-// public structure needs it).
-template <typename Traits>
-struct ConsumerView {
-  using T = typename Traits::T;
-  static constexpr DType DT = dtype_of<T>();
-  static constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, D = Traits::kHeadDim, S = Traits::kStages;
-  using Range = sm80::KeyTileRange<BM, BN>;
-
-  SharedStorage<Traits>& st;
-  const kernels::ForwardArgs& args;
-  const Range& range;
-  int g, lane;
-  int32_t m0, first_row;
-  uint32_t lens_addr, q_base;
-  uint32_t kv0;      // key tiles this CTA consumed before this tile (ring position)
-  uint32_t q_phase;  // parity of this tile's q_full phase
-
-  __device__ __forceinline__ ConsumerView(SharedStorage<Traits>& st_, const kernels::ForwardArgs& args_,
-                                          const Range& range_, int32_t m0_, int g_, int wtid, uint32_t kv0_,
-                                          uint32_t tile_count)
-      : st(st_),
-        args(args_),
-        range(range_),
-        g(g_),
-        lane(wtid % 32),
-        m0(m0_),
-        first_row(m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
-        lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens[tile_count & 1]))),
-        q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q)) + 64 * g_ * 128),
-        kv0(kv0_),
-        q_phase(tile_count & 1) {}
-
-  // Ring slot and barrier parity of the tile's it-th key tile.
-  __device__ __forceinline__ int stage(int32_t it) const { return (kv0 + it) % S; }
-  __device__ __forceinline__ uint32_t parity(int32_t it) const { return ((kv0 + it) / S) & 1; }
-
-  template <int NT>
-  __device__ __forceinline__ void mask(float (&s3)[1][NT][4], int32_t n) const {
-    int32_t L_q = args.seqlen_q, L_k = args.seqlen_k;
-    if constexpr (Traits::kHasLengths)  // secret, re-read at a fixed address
-      asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(L_q), "=r"(L_k) : "r"(lens_addr));
-    if (Traits::kHasLengths || range.needs_mask(args, n, m0)) {  // public unless kHasLengths
-      sm80::RowLimits<1> rows;
-      rows.init(first_row, L_q, L_k, args.causal != 0);
-      sm80::mask_scores(s3, n * Traits::kBlockN + 2 * (lane % 4), rows);
-    }
-  }
-};
-
-// Returns, through o and sm, the unnormalised O rows and the softmax state
-// of this warpgroup's 64 rows. g: consumer warpgroup (0, 1); wtid: thread in
-// the warpgroup.
 template <typename Traits, typename View = ConsumerView<Traits>>
-__device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2], sm80::OnlineSoftmax<1>& sm) {
+__device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2],
+                                                        sm80::OnlineSoftmax<1>& out_sm) {
   using T = typename View::T;
-  constexpr DType DT = View::DT;
   constexpr int BM = View::BM, BN = View::BN, D = View::D;
+  constexpr DType DT = View::DT;
   auto& st = view.st;
   const auto& args = view.args;
-  const auto& range = view.range;
+  const int g = view.g;
   const uint32_t q_base = view.q_base;
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-  sm.init();
-  tma::wait(&st.q_full, view.q_phase);
+  auto k_base = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(st.k[s])); };
+  auto v_base = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])); };
+  auto v_barrier = [&](int s) { return Traits::kHasLengths ? &st.v_ready[s] : &st.v_full[s]; };
 
-  for (int32_t it = 0; it < range.n_end; ++it) {  // public trip count
-    const int s = view.stage(it);
-    const uint32_t phase = view.parity(it);
-    const int32_t n = range.n_end - 1 - it;
-    const uint32_t k_base = static_cast<uint32_t>(__cvta_generic_to_shared(st.k[s]));
-    const uint32_t v_base = static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s]));
-
-    float sacc[BN / 2];
-    tma::wait(&st.k_full[s], phase);
-    wg::fence();
+  float sacc[BN / 2];
+  uint32_t p[BN / 16][4];
+  auto issue_qk = [&](int s) {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       MmaSS<DT, BN>::template run<0>(sacc, desc::k_major_sw128(q_base + (kk / 4) * BM * 128 + (kk % 4) * 32),
-                                     desc::k_major_sw128(k_base + (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
+                                     desc::k_major_sw128(k_base(s) + (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
     wg::commit();
-    wg::wait<0>();
-    wg::fence_operands(sacc);
-    tma::arrive(&st.k_empty[s]);
-
+  };
+  auto issue_pv = [&](int s) {
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+      MmaRS<DT, D>::template run<1>(o, p[k], desc::mn_major_sw128(v_base(s) + k * 16 * 128, BN), 1);
+    wg::commit();
+  };
+  // Mask (select) and softmax of the landed S tile for key tile n; packs P.
+  SplitSoftmax sm;
+  sm.init();
+  float alpha[2];
+  auto scores_to_p = [&](int32_t n) {
     auto& s3 = as_frag<BN>(sacc);
     view.mask(s3, n);
-    sm.update(s3, as_frag<D>(o), args.scale_log2);
-    // P as the A operand: registers 8k..8k+7 of S hold keys 16k..16k+15.
-    uint32_t p[BN / 16][4];
+    sm.weights(s3, args.scale_log2, alpha);
+  };
+  auto pack_p = [&] {
 #pragma unroll
     for (int k = 0; k < BN / 16; ++k)
 #pragma unroll
       for (int r = 0; r < 4; ++r) p[k][r] = sm80::pack2<T>(sacc[8 * k + 2 * r], sacc[8 * k + 2 * r + 1]);
+  };
 
-    tma::wait(Traits::kHasLengths ? &st.v_ready[s] : &st.v_full[s], phase);
-    wg::fence();
 #pragma unroll
-    for (int k = 0; k < BN / 16; ++k)
-      MmaRS<DT, D>::template run<1>(o, p[k], desc::mn_major_sw128(v_base + k * 16 * 128, BN), 1);
-    wg::commit();
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  tma::wait<true>(&st.q_full, view.q_phase);
+  const int32_t n_tiles = view.range.n_end;  // public
+  if (n_tiles > 0) {
+    // Prologue: S for the first key tile (n = n_tiles - 1).
+    tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
+    pingpong::wait_turn(g);
+    wg::fence_operands(sacc);
+    wg::fence();
+    issue_qk(view.stage(0));
+    pingpong::pass_turn(g);
+    wg::wait<0>();
+    wg::fence_operands(sacc);
+    tma::arrive(&st.k_empty[view.stage(0)]);
+    scores_to_p(n_tiles - 1);
+    // Intra-warpgroup overlap (kIntraOverlap): each iteration ends with the
+    // softmax of S(it) while P(it-1)·V(it-1) is still on the tensor cores;
+    // the wait for that P·V, the O rescale and the packing of P(it) open the
+    // next iteration. The loop back-edge between the two is a basic-block
+    // boundary, which keeps ptxas from hoisting the wait above the softmax
+    // (it does so within one block: 0 of 66 EX2 were left between the
+    // waits). P is packed in one place per iteration, so it is not carried
+    // around the loop. Without it, the same steps close each iteration.
+    // finish_tile(it): it = key tiles whose softmax is done; P(it-1)·V(it-1),
+    // if issued (it > 1), is the group in flight.
+    auto finish_tile = [&](int32_t it) {
+      wg::wait<0>();
+      wg::fence_operands(o);
+      wg::fence_operands(p);
+      if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
+      SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
+      pack_p();
+    };
+    if constexpr (!kIntraOverlap) finish_tile(1);  // packs P(0); nothing in flight
+    for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
+      if constexpr (kIntraOverlap) finish_tile(it);
+      const int s = view.stage(it), sp = view.stage(it - 1);
+      const uint32_t ph = view.parity(it), php = view.parity(it - 1);
+      tma::wait<true>(&st.k_full[s], ph);
+      tma::wait<true>(v_barrier(sp), php);
+      pingpong::wait_turn(g);
+      wg::fence_operands(sacc);
+      wg::fence_operands(o);
+      wg::fence_operands(p);
+      wg::fence();
+      issue_qk(s);   // S(it)
+      issue_pv(sp);  // O += P(it-1) V(it-1)
+      pingpong::pass_turn(g);
+      wg::wait<1>();  // S(it) landed; P·V may still run
+      wg::fence_operands(sacc);
+      tma::arrive(&st.k_empty[s]);
+      scores_to_p(n_tiles - 1 - it);
+      wg::fence_operands(sacc);
+      if constexpr (!kIntraOverlap) finish_tile(it + 1);
+    }
+    if constexpr (kIntraOverlap) finish_tile(n_tiles);
+    // Tail: P·V of the last tile.
+    const int sp = view.stage(n_tiles - 1);
+    const uint32_t php = view.parity(n_tiles - 1);
+    tma::wait<true>(v_barrier(sp), php);
+    pingpong::wait_turn(g);
+    wg::fence_operands(o);
+    wg::fence_operands(p);
+    wg::fence();
+    issue_pv(sp);
+    pingpong::pass_turn(g);
     wg::wait<0>();
     wg::fence_operands(o);
-    tma::arrive(&st.v_empty[s]);
+    wg::fence_operands(p);
+    tma::arrive(&st.v_empty[sp]);
   }
+  sm.export_to(out_sm);
 }
 
 }  // namespace dhp::sm90

@@ -52,7 +52,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
                                              const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
                                              const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
-  constexpr bool kSleep = Traits::kOverlap;  // v2b: suspend-hint waits
   uint32_t kv = 0, tc = 0;
   for (int32_t r = 0; r < sched.rounds(); ++r) {  // public schedule
     const int32_t t = sched.tile_of(r);
@@ -65,7 +64,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     if (ptid == 0) {
       // The consumers are done with the previous tile's Q (and, without a
       // separate O buffer, with its epilogue).
-      tma::wait<kSleep>(&st.q_empty, (tc & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+      tma::wait<true>(&st.q_empty, (tc & 1) ^ 1);  // a fresh barrier passes parity 1 at once
       if constexpr (Traits::kHasLengths) {  // published by q_full's arrive (release)
         st.lens[tc & 1][0] = L_q;
         st.lens[tc & 1][1] = L_k;
@@ -80,19 +79,19 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       const uint32_t phase = (kv / S) & 1;
       const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
       if (ptid == 0) {
-        tma::wait<kSleep>(&st.k_empty[s], phase ^ 1);
+        tma::wait<true>(&st.k_empty[s], phase ^ 1);
         tma::arrive_expect_bytes(&st.k_full[s], Traits::kKVBytes);
 #pragma unroll
         for (int cb = 0; cb < Traits::kColBlocks; ++cb)
           tma::load_4d(st.k[s] + cb * BN * 128, tm_k, cb * 64, n * BN, head_kv, tile.batch, &st.k_full[s]);
-        tma::wait<kSleep>(&st.v_empty[s], phase ^ 1);
+        tma::wait<true>(&st.v_empty[s], phase ^ 1);
         tma::arrive_expect_bytes(&st.v_full[s], Traits::kKVBytes);
 #pragma unroll
         for (int cb = 0; cb < Traits::kColBlocks; ++cb)
           tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, tile.batch, &st.v_full[s]);
       }
       if constexpr (Traits::kHasLengths) {
-        tma::wait<kSleep>(&st.v_full[s], phase);
+        tma::wait<true>(&st.v_full[s], phase);
         zero_rows_from<BN, Traits::kHeadDim>(static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])),
                                              L_k - n * BN, ptid);
         // Generic-proxy writes, read next by wgmma through the async proxy.

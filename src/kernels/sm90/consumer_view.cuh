@@ -1,0 +1,88 @@
+// A consumer warpgroup's view of its tile in the Hopper kernel: where its
+// query rows, Q and the tile's lengths live, the ring position of the tile's
+// key tiles, and the select-based mask of an S tile. The wgmma accumulator
+// fragment of one warp is the mma.sync m16n8 C fragment over BN/8 (or D/8)
+// column blocks, so the portable kernel's mask and softmax code applies
+// unchanged to it viewed as [1][N/8][4] (as_frag).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/forward_args.hpp"
+#include "kernels/sm80/forward_kernel.cuh"
+#include "kernels/sm80/mask.cuh"
+#include "kernels/sm80/softmax.cuh"
+#include "kernels/sm80/warp_mma.cuh"
+#include "kernels/sm90/kernel_traits.cuh"
+#include "kernels/sm90/tma.cuh"
+#include "kernels/sm90/wgmma.cuh"
+
+namespace dhp::sm90 {
+
+template <int N>
+__device__ __forceinline__ float (&as_frag(float (&x)[N / 2]))[1][N / 8][4] {
+  return *reinterpret_cast<float(*)[1][N / 8][4]>(&x);
+}
+
+template <typename T>
+constexpr DType dtype_of() {
+  return std::is_same_v<T, __half> ? DType::F16 : DType::BF16;
+}
+
+// A consumer thread's place in the tile, shared by both main loops: its
+// first query row, where Q and the lengths live, and the select-based mask
+// of an S tile (in every tile when lengths are secret, else only where the
+// public structure needs it).
+template <typename Traits>
+struct ConsumerView {
+  using T = typename Traits::T;
+  static constexpr DType DT = dtype_of<T>();
+  static constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, D = Traits::kHeadDim, S = Traits::kStages;
+  using Range = sm80::KeyTileRange<BM, BN>;
+
+  SharedStorage<Traits>& st;
+  const kernels::ForwardArgs& args;
+  const Range& range;
+  int g, lane;
+  int32_t m0, first_row;
+  uint32_t lens_addr, q_base;
+  uint32_t kv0;      // key tiles this CTA consumed before this tile (ring position)
+  uint32_t q_phase;  // parity of this tile's q_full phase
+
+  __device__ __forceinline__ ConsumerView(SharedStorage<Traits>& st_, const kernels::ForwardArgs& args_,
+                                          const Range& range_, int32_t m0_, int g_, int wtid, uint32_t kv0_,
+                                          uint32_t tile_count)
+      : st(st_),
+        args(args_),
+        range(range_),
+        g(g_),
+        lane(wtid % 32),
+        m0(m0_),
+        first_row(m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
+        lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens[tile_count & 1]))),
+        q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q)) + 64 * g_ * 128),
+        kv0(kv0_),
+        q_phase(tile_count & 1) {}
+
+  // Ring slot and barrier parity of the tile's it-th key tile.
+  __device__ __forceinline__ int stage(int32_t it) const { return (kv0 + it) % S; }
+  __device__ __forceinline__ uint32_t parity(int32_t it) const { return ((kv0 + it) / S) & 1; }
+
+  template <int NT>
+  __device__ __forceinline__ void mask(float (&s3)[1][NT][4], int32_t n) const {
+    int32_t L_q = args.seqlen_q, L_k = args.seqlen_k;
+    if constexpr (Traits::kHasLengths)  // secret, re-read at a fixed address
+      asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(L_q), "=r"(L_k) : "r"(lens_addr));
+    if (Traits::kHasLengths || range.needs_mask(args, n, m0)) {  // public unless kHasLengths
+      sm80::RowLimits<1> rows;
+      rows.init(first_row, L_q, L_k, args.causal != 0);
+      sm80::mask_scores(s3, n * Traits::kBlockN + 2 * (lane % 4), rows);
+    }
+  }
+};
+
+}  // namespace dhp::sm90
