@@ -88,6 +88,29 @@ __device__ __forceinline__ int32_t ct_clamp(int32_t x, int32_t lo, int32_t hi) {
   return ct_min(ct_max(x, lo), hi);
 }
 
+// ct_column_mask(rel): bit i (0 <= i < 32) set iff 8*(i/2) + i%2 <= rel --
+// which of a thread's 32 accumulator columns of one row (16 column blocks of
+// 8, two columns each, in register order) lie at or left of column offset
+// rel. Arithmetic only: the count of such columns is clamped to [0, 32] and
+// `shl.b32` by 32 gives 0, so no branch and no out-of-range shift.
+__device__ __forceinline__ uint32_t ct_column_mask(int32_t rel) {
+  const int32_t lim = rel + 1;  // columns with offset < lim
+  int32_t count = 2 * (lim >> 3) + ct_min(lim & 7, 2);
+  count = ct_clamp(count, 0, 32);
+  uint32_t bit;
+  asm("shl.b32 %0, %1, %2;" : "=r"(bit) : "r"(1u), "r"(count));
+  return bit - 1u;
+}
+
+// ct_select_bit: bit i of mask ? a : b, for a compile-time i. Invariant: in
+// unrolled code ptxas turns a word of these into R2P (7 predicates per
+// instruction) + one FSEL each -- no branch, no memory access on the bit
+// (the SASS audit checks the result).
+__device__ __forceinline__ float ct_select_bit(uint32_t mask, int i, float a, float b) {
+  return (mask >> i) & 1u ? a : b;
+}
+
+
 // ct_fmax: IEEE maxNum (a NaN operand is ignored unless both are NaN).
 // Invariant: one FMNMX.
 __device__ __forceinline__ float ct_fmax(float a, float b) {

@@ -39,12 +39,18 @@ __device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0,
     for (int hh = 0; hh < 2; ++hh) {
       // Visible iff (column offset) <= rel: compares against immediates.
       const int32_t rel = ct::ct_min(last_rel, diag_rel + mt * 16 + hh * 8);
+      // One visibility word per 16 column blocks (R2P + FSEL per element
+      // rather than a compare + FSEL: 1.1 instead of 2 instructions).
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int w = 0; w < (NT + 15) / 16; ++w) {
+        const uint32_t visible = ct::ct_column_mask(rel - 128 * w);
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-          s[mt][nt][2 * hh + e] =
-              ct::ct_select_le(nt * 8 + e, rel, s[mt][nt][2 * hh + e], -INFINITY);
+        for (int nt = 16 * w; nt < NT && nt < 16 * w + 16; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            s[mt][nt][2 * hh + e] =
+                ct::ct_select_bit(visible, 2 * (nt - 16 * w) + e, s[mt][nt][2 * hh + e], -INFINITY);
+      }
     }
 }
 

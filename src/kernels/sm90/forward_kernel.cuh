@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       tma::barrier_init(&st.v_full[s], 1);
       tma::barrier_init(&st.k_empty[s], 256);
       tma::barrier_init(&st.v_empty[s], 256);
-      tma::barrier_init(&st.v_ready[s], 128);
+      tma::barrier_init(&st.v_ready[s], kZeroThreads);
     }
     tma::barrier_init_fence();
   }

@@ -56,23 +56,30 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   const auto& args = view.args;
   const int g = view.g;
   const uint32_t q_base = view.q_base;
-  auto k_base = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(st.k[s])); };
-  auto v_base = [&](int s) { return static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])); };
+  // Descriptors of stage 0 built once; a stage and a k-step only move the
+  // start address (desc::advance_lo), which keeps the per-wgmma cost to an add.
+  constexpr uint32_t kStageBytes = Traits::kKVBytes;
+  const uint64_t dq = desc::k_major_sw128(q_base);
+  const uint64_t dk0 = desc::k_major_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(st.k[0])));
+  const uint64_t dv0 = desc::mn_major_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(st.v[0])), BN);
+  static_assert(sizeof(st.k[0]) == kStageBytes && sizeof(st.v[0]) == kStageBytes, "stages are contiguous");
   auto v_barrier = [&](int s) { return Traits::kHasLengths ? &st.v_ready[s] : &st.v_full[s]; };
 
   float sacc[BN / 2];
   uint32_t p[BN / 16][4];
   auto issue_qk = [&](int s) {
+    const uint64_t dk = desc::advance_lo(dk0, s * kStageBytes);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      MmaSS<DT, BN>::template run<0>(sacc, desc::k_major_sw128(q_base + (kk / 4) * BM * 128 + (kk % 4) * 32),
-                                     desc::k_major_sw128(k_base(s) + (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
+      MmaSS<DT, BN>::template run<0>(sacc, desc::advance_lo(dq, (kk / 4) * BM * 128 + (kk % 4) * 32),
+                                     desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
     wg::commit();
   };
   auto issue_pv = [&](int s) {
+    const uint64_t dv = desc::advance_lo(dv0, s * kStageBytes);
 #pragma unroll
     for (int k = 0; k < BN / 16; ++k)
-      MmaRS<DT, D>::template run<1>(o, p[k], desc::mn_major_sw128(v_base(s) + k * 16 * 128, BN), 1);
+      MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
     wg::commit();
   };
   // Mask (select) and softmax of the landed S tile for key tile n; packs P.

@@ -1,8 +1,8 @@
 // Producer warpgroup of the Hopper kernel: one thread issues the TMA copies
 // (per tile of the static schedule: Q, then K and V per key tile into a
-// kStages ring); with secret lengths the whole warpgroup then zeroes the V
-// rows past L_k in every tile by select, so that padding (NaN included) never meets a zero weight in
-// P*V (0 * NaN = NaN). All coordinates and byte counts are public.
+// kStages ring); with secret lengths warps 1-3 then zero the V rows past
+// L_k in every tile by select, so that padding (NaN included) never meets
+// a zero weight in P*V (0 * NaN = NaN). All coordinates and byte counts are public.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +16,17 @@
 
 namespace dhp::sm90 {
 
+inline constexpr int kZeroThreads = 96;  // producer warps 1-3
+
 // Zeroes rows >= keys_left of a 128-B-swizzled V tile (rows = BN keys), by
 // rewriting every 16-byte chunk: the addresses touched do not depend on the
 // secret, only the values written do. `tile` is a shared-window address, so
 // the accesses are LDS/STS, not generic loads and stores.
-template <int BN, int D>
-__device__ __forceinline__ void zero_rows_from(uint32_t tile, int32_t keys_left, int ptid) {
+template <int BN, int D, int THREADS>
+__device__ __forceinline__ void zero_rows_from(uint32_t tile, int32_t keys_left, int ztid) {
   constexpr int kChunks = BN * D / 8;
 #pragma unroll 4
-  for (int c = ptid; c < kChunks; c += 128) {
+  for (int c = ztid; c < kChunks; c += THREADS) {
     const int row = (c % (BN * 8)) / 8;  // a chunk's row: its byte offset in the block / 128
     const uint32_t addr = tile + c * 16;
     uint32_t x, y, z, w;
@@ -44,8 +46,9 @@ __device__ __forceinline__ void load_lengths(const kernels::ForwardArgs& args, i
   if (args.lens_k != nullptr) lk = ct::ct_clamp(args.lens_k[batch], 0, lk);  // public test
 }
 
-// One thread issues every copy; with secret lengths the whole warpgroup also
-// zeroes V. The tile loop and the ring position (kv: key tiles issued so far
+// One thread of warp 0 issues every copy; with secret lengths warps 1-3
+// zero V (kZeroThreads), so the next copies are never queued behind a
+// zeroing pass. The tile loop and the ring position (kv: key tiles issued so far
 // by this CTA) follow the static schedule, so every count is public.
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
@@ -90,10 +93,10 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         for (int cb = 0; cb < Traits::kColBlocks; ++cb)
           tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, tile.batch, &st.v_full[s]);
       }
-      if constexpr (Traits::kHasLengths) {
+      if (Traits::kHasLengths && ptid >= 32) {  // public: warps 1-3
         tma::wait<true>(&st.v_full[s], phase);
-        zero_rows_from<BN, Traits::kHeadDim>(static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])),
-                                             L_k - n * BN, ptid);
+        zero_rows_from<BN, Traits::kHeadDim, kZeroThreads>(
+            static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])), L_k - n * BN, ptid - 32);
         // Generic-proxy writes, read next by wgmma through the async proxy.
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         tma::arrive(&st.v_ready[s]);

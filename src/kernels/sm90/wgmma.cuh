@@ -65,6 +65,12 @@ __host__ __device__ constexpr uint64_t mn_major_sw128(uint32_t smem_addr, uint32
 // swizzle is applied by the hardware to the final address, so the +32 B
 // steps inside a 128-B row stay valid).
 __host__ __device__ constexpr uint64_t advance(uint64_t d, uint32_t bytes) { return d + (bytes >> 4); }
+// The same as a 32-bit add on the low word: the address field (bits 0-13)
+// cannot carry into the LBO field for addresses inside the 228 KB shared
+// window, and one IADD per wgmma is what the main loop can afford.
+__host__ __device__ constexpr uint64_t advance_lo(uint64_t d, uint32_t bytes) {
+  return (d & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(static_cast<uint32_t>(d) + (bytes >> 4));
+}
 
 }  // namespace desc
 
