@@ -8,6 +8,23 @@
 
 #include <cstdint>
 
+#ifndef DHP_SM90_BN64
+#define DHP_SM90_BN64 128
+#endif
+#ifndef DHP_SM90_BN128
+#define DHP_SM90_BN128 128
+#endif
+#ifndef DHP_SM90_STAGES64
+#define DHP_SM90_STAGES64 2
+#endif
+#ifndef DHP_SM90_BN256
+#define DHP_SM90_BN256 64
+#endif
+#ifndef DHP_SM90_PRODUCER_REGS
+#define DHP_SM90_PRODUCER_REGS 40
+#define DHP_SM90_CONSUMER_REGS 232
+#endif
+
 namespace dhp::sm90 {
 
 template <int D>
@@ -16,15 +33,15 @@ struct Sm90Config;
 // D/2) with two K/V stages in shared memory.
 template <>
 struct Sm90Config<64> {
-  static constexpr int kBlockN = 128;
+  static constexpr int kBlockN = DHP_SM90_BN64;
 };
 template <>
 struct Sm90Config<128> {
-  static constexpr int kBlockN = 128;
+  static constexpr int kBlockN = DHP_SM90_BN128;
 };
 template <>
 struct Sm90Config<256> {
-  static constexpr int kBlockN = 64;
+  static constexpr int kBlockN = DHP_SM90_BN256;
 };
 
 template <typename T_, int D, bool HAS_LENGTHS_>
@@ -34,14 +51,14 @@ struct Sm90Traits : Sm90Config<D> {
   static constexpr bool kHasLengths = HAS_LENGTHS_;
   static constexpr int kBlockM = 128;      // two consumer warpgroups x 64 rows
   static constexpr int kBlockN = Sm90Config<D>::kBlockN;
-  static constexpr int kStages = 2;
+  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : 2;
   static constexpr int kThreads = 384;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kKVBytes = kBlockN * D * 2;
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K.
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = 232;
+  static constexpr int kProducerRegs = DHP_SM90_PRODUCER_REGS;
+  static constexpr int kConsumerRegs = DHP_SM90_CONSUMER_REGS;
   // O is staged for its global store in a buffer of its own when it fits, so
   // the next tile's Q can land while this tile's epilogue runs; otherwise
   // (D = 256) in the Q buffer, and the next Q waits for the epilogue.
