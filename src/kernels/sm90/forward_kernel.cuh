@@ -42,13 +42,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   if (tid == 0) {
     tma::barrier_init(&st.q_full, 1);
-    tma::barrier_init(&st.q_empty, 256);
+    tma::barrier_init(&st.q_empty, Traits::kConsumerThreads);
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
       tma::barrier_init(&st.v_full[s], 1);
-      tma::barrier_init(&st.k_empty[s], 256);
-      tma::barrier_init(&st.v_empty[s], 256);
+      tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads);
+      tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads);
       tma::barrier_init(&st.v_ready[s], kZeroThreads);
     }
     tma::barrier_init_fence();
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;
   const int warp_row0 = 64 * g + 16 * (wtid / 32);
-  pingpong::begin(g);
+  pingpong::begin<Traits::kConsumers>(g);
   uint32_t kv = 0, tc = 0;
   for (int32_t r = 0; r < sched.rounds(); ++r) {  // public schedule
     const int32_t t = sched.tile_of(r);
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       __syncwarp();  // every lane's reads of the previous tile's staged O are done
     } else {
       // Both consumer warpgroups are done with Q: its buffer stages O.
-      asm volatile("bar.sync 1, 256;\n" ::: "memory");
+      asm volatile("bar.sync 1, %0;\n" ::"n"(Traits::kConsumerThreads) : "memory");
       stage_o = static_cast<uint32_t>(__cvta_generic_to_shared(st.q));
     }
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
     ++tc;
   }
-  pingpong::end(g);
+  pingpong::end<Traits::kConsumers>(g);
 #endif
 }
 

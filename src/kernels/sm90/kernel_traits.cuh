@@ -17,6 +17,9 @@
 #ifndef DHP_SM90_STAGES64
 #define DHP_SM90_STAGES64 2
 #endif
+#ifndef DHP_SM90_CONSUMERS64
+#define DHP_SM90_CONSUMERS64 2
+#endif
 #ifndef DHP_SM90_BN256
 #define DHP_SM90_BN256 64
 #endif
@@ -49,16 +52,22 @@ struct Sm90Traits : Sm90Config<D> {
   using T = T_;
   static constexpr int kHeadDim = D;
   static constexpr bool kHasLengths = HAS_LENGTHS_;
-  static constexpr int kBlockM = 128;      // two consumer warpgroups x 64 rows
+  // Consumer warpgroups of 64 query rows each, taking turns (ping-pong);
+  // with three, two warpgroups' GEMMs cover one softmax (FA3's D = 64 shape).
+  static constexpr int kConsumers = D == 64 ? DHP_SM90_CONSUMERS64 : 2;
+  static constexpr int kConsumerThreads = 128 * kConsumers;
+  static constexpr int kBlockM = 64 * kConsumers;
   static constexpr int kBlockN = Sm90Config<D>::kBlockN;
   static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : 2;
-  static constexpr int kThreads = 384;
+  static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kKVBytes = kBlockN * D * 2;
-  // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K.
-  static constexpr int kProducerRegs = DHP_SM90_PRODUCER_REGS;
-  static constexpr int kConsumerRegs = DHP_SM90_CONSUMER_REGS;
+  // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K (two
+  // consumers); 128 x 32 + 384 x 160 = 64K (three).
+  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : DHP_SM90_PRODUCER_REGS;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : DHP_SM90_CONSUMER_REGS;
+  static_assert(kConsumers == 2 || kConsumers == 3, "2 or 3 consumer warpgroups");
   // O is staged for its global store in a buffer of its own when it fits, so
   // the next tile's Q can land while this tile's epilogue runs; otherwise
   // (D = 256) in the Q buffer, and the next Q waits for the epilogue.

@@ -33,14 +33,19 @@ inline constexpr bool kIntraOverlap = DHP_SM90_INTRA_WG_OVERLAP != 0;
 
 namespace pingpong {
 // Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
+// Turns go round the NC consumer warpgroups in order.
 __device__ __forceinline__ void wait_turn(int g) { asm volatile("bar.sync %0, 256;\n" ::"r"(2 + g) : "memory"); }
+template <int NC>
 __device__ __forceinline__ void pass_turn(int g) {
-  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (1 - g)) : "memory");
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (g + 1) % NC) : "memory");
 }
-// Warpgroup 0 issues first; at the end it consumes warpgroup 1's last hand-off.
+// Warpgroup 0 issues first; at the end it consumes the last warpgroup's
+// last hand-off.
+template <int NC>
 __device__ __forceinline__ void begin(int g) {
-  if (g == 1) pass_turn(1);
+  if (g == NC - 1) pass_turn<NC>(g);
 }
+template <int NC>
 __device__ __forceinline__ void end(int g) {
   if (g == 0) wait_turn(0);
 }
@@ -52,6 +57,11 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   using T = typename View::T;
   constexpr int BM = View::BM, BN = View::BN, D = View::D;
   constexpr DType DT = View::DT;
+  // With three consumer warpgroups the other two cover one's softmax, and
+  // 160 registers do not hold S, P and O at once: each warpgroup waits for
+  // both of its GEMMs before its softmax (kSerial).
+  constexpr bool kSerial = Traits::kConsumers == 3;
+  static_assert(!(kSerial && kIntraOverlap), "intra-warpgroup overlap needs P live during the softmax");
   auto& st = view.st;
   const auto& args = view.args;
   const int g = view.g;
@@ -109,7 +119,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::fence_operands(sacc);
     wg::fence();
     issue_qk(view.stage(0));
-    pingpong::pass_turn(g);
+    pingpong::pass_turn<Traits::kConsumers>(g);
     wg::wait<0>();
     wg::fence_operands(sacc);
     tma::arrive(&st.k_empty[view.stage(0)]);
@@ -125,9 +135,11 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     // finish_tile(it): it = key tiles whose softmax is done; P(it-1)·V(it-1),
     // if issued (it > 1), is the group in flight.
     auto finish_tile = [&](int32_t it) {
-      wg::wait<0>();
-      wg::fence_operands(o);
-      wg::fence_operands(p);
+      if constexpr (!kSerial) {  // serial: already waited, before the softmax
+        wg::wait<0>();
+        wg::fence_operands(o);
+        wg::fence_operands(p);
+      }
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
       SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
@@ -146,8 +158,14 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       wg::fence();
       issue_qk(s);   // S(it)
       issue_pv(sp);  // O += P(it-1) V(it-1)
-      pingpong::pass_turn(g);
-      wg::wait<1>();  // S(it) landed; P·V may still run
+      pingpong::pass_turn<Traits::kConsumers>(g);
+      if constexpr (kSerial) {  // both GEMMs done: P's registers are free for the softmax
+        wg::wait<0>();
+        wg::fence_operands(o);
+        wg::fence_operands(p);
+      } else {
+        wg::wait<1>();  // S(it) landed; P·V may still run
+      }
       wg::fence_operands(sacc);
       tma::arrive(&st.k_empty[s]);
       scores_to_p(n_tiles - 1 - it);
@@ -164,7 +182,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::fence_operands(p);
     wg::fence();
     issue_pv(sp);
-    pingpong::pass_turn(g);
+    pingpong::pass_turn<Traits::kConsumers>(g);
     wg::wait<0>();
     wg::fence_operands(o);
     wg::fence_operands(p);
