@@ -37,13 +37,14 @@ namespace pingpong {
 __device__ __forceinline__ void wait_turn(int g) { asm volatile("bar.sync %0, 256;\n" ::"r"(2 + g) : "memory"); }
 template <int NC>
 __device__ __forceinline__ void pass_turn(int g) {
-  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (g + 1) % NC) : "memory");
+  const int next = NC == 2 ? 1 - g : (g + 1 == NC ? 0 : g + 1);
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + next) : "memory");
 }
 // Warpgroup 0 issues first; at the end it consumes the last warpgroup's
 // last hand-off.
 template <int NC>
 __device__ __forceinline__ void begin(int g) {
-  if (g == NC - 1) pass_turn<NC>(g);
+  if (g == NC - 1) pass_turn<NC>(NC - 1);  // a constant barrier id (ptxas spilled D256 without it)
 }
 template <int NC>
 __device__ __forceinline__ void end(int g) {

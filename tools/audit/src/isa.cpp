@@ -168,6 +168,18 @@ bool is_variable_time_routine(const std::string& callee) {
          callee.find("mediumpath") != std::string::npos;
 }
 
+// The immediate mask of R2P / P2R (last operand), or -1 if it is not one.
+static int64_t pred_mask(const std::vector<Operand>& ops) {
+  if (ops.empty() || ops.back().kind != OperandKind::Immediate) return -1;
+  try {
+    const int64_t m = parse_integer(ops.back().text);
+    return m >= 0 && m < 128 ? m : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+
 Semantics semantics_of(const Instruction& ins) {
   Semantics s;
   const std::string& b = ins.base;
@@ -207,12 +219,27 @@ Semantics semantics_of(const Instruction& ins) {
     for (size_t i = 0; i + 1 < n; ++i) is_def[i] = ops[i].kind == OperandKind::Register;
     first_src = n ? n - 1 : 0;
   } else if (b == "R2P" || b == "UR2UP") {
-    // R2P PR, R0, mask: writes the predicates the mask selects; which ones
-    // is not modelled, so all are joined with the source (weak).
-    s.weak_defs = true;
-    for (uint16_t p = 0; p < 7; ++p) s.defs.push_back({b == "R2P" ? RegFile::P : RegFile::UP, p, 1});
-    first_src = 1;
-    if (n) is_def[0] = false;
+    // R2P PR, R0, mask: predicate i := bit i of R0 for each bit i set in the
+    // mask (an immediate); the others keep their values. An unreadable mask
+    // writes all seven, joined with their old values (weak).
+    const RegFile f = b == "R2P" ? RegFile::P : RegFile::UP;
+    const int64_t mask = pred_mask(ops);
+    if (mask < 0) s.weak_defs = true;
+    for (uint16_t p = 0; p < 7; ++p)
+      if (mask < 0 || (mask >> p) & 1) s.defs.push_back({f, p, 1});
+    for (size_t i = 1; i + 1 < n; ++i)  // the source register (PR itself is not read)
+      for (auto r : ops[i].regs) s.uses.push_back(r);
+    return s;
+  } else if ((b == "P2R" || b == "UP2UR") && n >= 4 && ops[1].kind == OperandKind::PredGroup) {
+    // P2R Rd, PR, Rs, mask: Rd := (Rs & ~mask) | (predicate bits & mask):
+    // reads only the predicates the mask selects (all, if unreadable).
+    const int64_t mask = pred_mask(ops);
+    s.defs.push_back(ops[0].regs[0]);
+    for (auto r : ops[1].regs)
+      if (mask < 0 || (mask >> r.index) & 1) s.uses.push_back(r);
+    for (size_t i = 2; i + 1 < n; ++i)
+      for (auto r : ops[i].regs) s.uses.push_back(r);
+    return s;
   } else {
     size_t i = 0;
     bool lead_pred = false;

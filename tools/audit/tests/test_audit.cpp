@@ -132,6 +132,27 @@ TEST(AuditSemantics, DefsUsesWidths) {
   EXPECT_FALSE(is_variable_time_routine(".L_x_3"));
 }
 
+// R2P / P2R move predicates through a register under an immediate mask; the
+// mask decides which predicates are written or read (a P2R that saves a
+// public predicate must not pick up a secret R2P wrote into another one).
+TEST(AuditSemantics, PredicateRegisterMovesFollowTheirMask) {
+  auto s = semantics_of(parse_instruction("R2P PR, R89, 0x7e"));
+  EXPECT_FALSE(s.weak_defs);
+  ASSERT_EQ(s.defs.size(), 6u);  // P1..P6
+  EXPECT_EQ(s.defs.front().index, 1);
+  EXPECT_EQ(s.defs.back().index, 6);
+  ASSERT_EQ(s.uses.size(), 1u);
+  EXPECT_EQ(s.uses[0].index, 89);
+  s = semantics_of(parse_instruction("P2R R173, PR, RZ, 0x2"));
+  ASSERT_EQ(s.defs.size(), 1u);
+  EXPECT_EQ(s.defs[0].index, 173);
+  bool reads_p1 = false, reads_other = false;
+  for (auto& r : s.uses)
+    if (r.file == RegFile::P) (r.index == 1 ? reads_p1 : reads_other) = true;
+  EXPECT_TRUE(reads_p1);
+  EXPECT_FALSE(reads_other);
+}
+
 TEST(AuditAnalysis, SecretBranchIsFlaggedPublicBranchIsNot) {
   const std::string tail =
       "        /*0060*/                   ISETP.GT.AND P0, PT, R0, RZ, PT ;\n"
