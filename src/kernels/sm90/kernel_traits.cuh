@@ -18,7 +18,7 @@
 #define DHP_SM90_STAGES64 2
 #endif
 #ifndef DHP_SM90_CONSUMERS64
-#define DHP_SM90_CONSUMERS64 2
+#define DHP_SM90_CONSUMERS64 3
 #endif
 #ifndef DHP_SM90_BN256
 #define DHP_SM90_BN256 64
