@@ -21,10 +21,12 @@ cmake --build --preset hopper -j 16 --target dhp_gpu_tests dhp_bench > "$out/bui
   { grep -E "error" "$out/build.log" | head -30; exit 1; }
 echo "build: $(( $(date +%s) - start )) s; spills: $(grep -cE '[1-9][0-9]* bytes spill' "$out/build.log")"
 rc=0
-for k in $test_kernels; do
-  DHP_KERNEL=$k timeout 300 build/hopper/tests/dhp_gpu_tests --gtest_brief=1 > "$out/tests-$k.log" 2>&1 || rc=1
-  echo "GPU suite ($k): $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/tests-$k.log" | tr '\n' ' ')"
-  grep -E "^\[  FAILED  \]" "$out/tests-$k.log" | head -10
+for entry in $test_kernels; do
+  k="${entry%%:*}"; extra=""; [ "$k" != "$entry" ] && extra="${entry#*:}"
+  tag="$(echo "$entry" | tr ':,=' '_._')"
+  env DHP_KERNEL="$k" ${extra//,/ } timeout 300 build/hopper/tests/dhp_gpu_tests --gtest_brief=1 > "$out/tests-$tag.log" 2>&1 || rc=1
+  echo "GPU suite ($entry): $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/tests-$tag.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED  \]" "$out/tests-$tag.log" | head -10
 done
 tsvs=()
 for entry in $kernels; do

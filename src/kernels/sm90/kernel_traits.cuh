@@ -17,9 +17,6 @@
 #ifndef DHP_SM90_STAGES64
 #define DHP_SM90_STAGES64 2
 #endif
-#ifndef DHP_SM90_CONSUMERS64
-#define DHP_SM90_CONSUMERS64 3
-#endif
 #ifndef DHP_SM90_BN256
 #define DHP_SM90_BN256 64
 #endif
@@ -47,14 +44,16 @@ struct Sm90Config<256> {
   static constexpr int kBlockN = DHP_SM90_BN256;
 };
 
-template <typename T_, int D, bool HAS_LENGTHS_>
+// NC_: consumer warpgroups (2 or 3). D = 64 is built with both (launch.cuh
+// picks by shape); the other head dims with 2.
+template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2>
 struct Sm90Traits : Sm90Config<D> {
   using T = T_;
   static constexpr int kHeadDim = D;
   static constexpr bool kHasLengths = HAS_LENGTHS_;
   // Consumer warpgroups of 64 query rows each, taking turns (ping-pong);
   // with three, two warpgroups' GEMMs cover one softmax (FA3's D = 64 shape).
-  static constexpr int kConsumers = D == 64 ? DHP_SM90_CONSUMERS64 : 2;
+  static constexpr int kConsumers = NC_;
   static constexpr int kConsumerThreads = 128 * kConsumers;
   static constexpr int kBlockM = 64 * kConsumers;
   static constexpr int kBlockN = Sm90Config<D>::kBlockN;

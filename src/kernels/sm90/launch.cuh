@@ -82,12 +82,28 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// D = 64 has two tile heights: 192 query rows (three consumer warpgroups,
+// two warpgroups' GEMMs covering one softmax) where S_q >= 2048, 128 rows
+// below (192-row tiles waste up to 12.5 % of short sequences' rows and cost
+// short causal shapes 11 %; docs/perf-log.md). A public shape decides.
+// DHP_SM90_D64_ROWS=128|192 forces one (tests, A/B).
+template <typename T, int D, bool LENGTHS>
+cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
+  if constexpr (D == 64) {
+    static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
+    const int rows = rows_env != nullptr ? std::atoi(rows_env) : (a.seqlen_q >= 2048 ? 192 : 128);
+    if (rows == 192) return launch_forward<Sm90Traits<T, D, LENGTHS, 3>>(a, s);
+    return launch_forward<Sm90Traits<T, D, LENGTHS, 2>>(a, s);
+  } else {
+    return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);
+  }
+}
+
 }  // namespace dhp::sm90
 
 #define DHP_SM90_DEFINE_LAUNCH(NAME, TYPE, D)                                                          \
   namespace dhp::sm90 {                                                                                \
   cudaError_t launch_forward_##NAME(const kernels::ForwardArgs& a, bool has_lengths, cudaStream_t s) { \
-    return has_lengths ? launch_forward<Sm90Traits<TYPE, D, true>>(a, s)                               \
-                       : launch_forward<Sm90Traits<TYPE, D, false>>(a, s);                             \
+    return has_lengths ? launch_by_shape<TYPE, D, true>(a, s) : launch_by_shape<TYPE, D, false>(a, s); \
   }                                                                                                    \
   }
