@@ -1,10 +1,11 @@
 // The Hopper (sm_90a) constant-time attention forward kernel: persistent
 // (at most one CTA per SM, tiles from the static schedule in scheduler.cuh),
 // TMA loads into a two-stage shared-memory ring, wgmma for both GEMMs, one
-// producer and two consumer warpgroups (warp specialisation with
-// setmaxnreg), ping-pong between the consumers (mainloop.cuh). Same contract as the portable kernel: the key loop's trip
-// count is public, masking is by select (in every tile when lengths are
-// secret), every output row < S_q is written, and the epilogue is shared.
+// producer and two or three consumer warpgroups (warp specialisation with
+// setmaxnreg), ping-pong between the consumers (mainloop.cuh). Same
+// contract as the portable kernel: the key loop's trip count is public,
+// masking is by select (in every tile when lengths are secret), every output
+// row < S_q is written, and the epilogue is shared.
 #pragma once
 
 #include <cuda.h>
@@ -101,6 +102,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         args.o_stride_seq, args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
     if constexpr (!Traits::kSeparateO) {
       __syncwarp();
+      // The staged O was written through the generic proxy; the next Q lands
+      // in the same bytes through the async proxy (TMA): order the two.
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       tma::arrive(&st.q_empty);  // this thread's reads of the staged O are done
     }
     ++tc;

@@ -1,7 +1,8 @@
 // Tile shapes and shared-memory layout of the Hopper kernel, per head dim.
 //
-// CTA = 3 warpgroups: WG0 produces (TMA), WG1 and WG2 consume, 64 query
-// rows each (BM = 128). Tiles live in shared memory in the 128-byte swizzled
+// CTA = 1 + kConsumers warpgroups: WG0 produces (TMA), the others consume
+// 64 query rows each (BM = 128 with two; 192 with three, D64 long
+// sequences). Tiles live in shared memory in the 128-byte swizzled
 // layout TMA writes and wgmma reads: column blocks of 64 elements (128 B per
 // row), each block `rows` x 128 B, 1024-byte aligned.
 #pragma once

@@ -4,9 +4,9 @@
 //   O += P·V        (RS wgmma: P packed to 16 bit in registers as the A
 //                    operand, V MN-major from shared memory; BN/16 instructions)
 // S(j+1) and P(j)·V(j) are issued together as two wgmma groups, and
-//  * ping-pong between the two consumer warpgroups: each issues its GEMMs
-//    only on its turn (named barriers 2 and 3), so one warpgroup's softmax
-//    overlaps the other's GEMMs;
+//  * ping-pong between the consumer warpgroups (two, or three at D64 long
+//    sequences): each issues its GEMMs only on its turn (named barriers
+//    2, 3, 4), so one warpgroup's softmax overlaps the others' GEMMs;
 //  * optional intra-warpgroup overlap (DHP_SM90_INTRA_WG_OVERLAP=1): the
 //    softmax of S(j+1) runs while the warpgroup's own P(j)·V(j) is still on
 //    the tensor cores. Measured 1-5 % slower than ping-pong alone on every
