@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/common/ct.cuh"
+#include "kernels/common/lengths.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/epilogue.cuh"
 #include "kernels/sm80/gemm.cuh"
@@ -26,11 +27,13 @@ template <int BM, int BN>
 struct KeyTileRange {
   int32_t n_end;  // tiles [0, n_end) are visited, last first
 
-  __device__ __forceinline__ KeyTileRange(const kernels::ForwardArgs& a, int32_t m0) {
+  // Host too: the Hopper launcher's schedule model weighs tiles with it.
+  __host__ __device__ __forceinline__ KeyTileRange(const kernels::ForwardArgs& a, int32_t m0) {
     n_end = (a.seqlen_k + BN - 1) / BN;
     if (a.causal && a.causal_diagonal_public) {
       const int32_t last_visible = m0 + BM - 1 + a.causal_offset;  // largest key any row sees
-      n_end = last_visible < 0 ? 0 : min(n_end, last_visible / BN + 1);
+      const int32_t last_tile = last_visible / BN + 1;
+      n_end = last_visible < 0 ? 0 : (last_tile < n_end ? last_tile : n_end);
     }
   }
   // With public lengths: does tile n contain any key some row cannot see?
@@ -76,9 +79,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
   __shared__ int32_t lens_smem[2];
   if constexpr (Traits::kHasLengths) {
     if (tid == 0) {  // public: thread index
-      int32_t lq = args.seqlen_q, lk = args.seqlen_k;
-      if (args.lens_q != nullptr) lq = ct::ct_clamp(args.lens_q[batch], 0, args.seqlen_q);  // public test
-      if (args.lens_k != nullptr) lk = ct::ct_clamp(args.lens_k[batch], 0, args.seqlen_k);  // public test
+      int32_t lq, lk;
+      kernels::load_lengths(args, batch, lq, lk);
       lens_smem[0] = lq;
       lens_smem[1] = lk;
     }
@@ -99,8 +101,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSM)
     // DELIBERATE LEAK, test-only control (tools/validate): bound the key loop
     // by the secret L_k, skipping key tiles beyond it as a conventional
     // varlen kernel does. Shipped traits have kLeakyControl = false.
-    const int32_t lk = args.lens_k != nullptr ? ct::ct_clamp(args.lens_k[batch], 0, args.seqlen_k)
-                                              : args.seqlen_k;
+    int32_t lq, lk;
+    kernels::load_lengths(args, batch, lq, lk);
     range.n_end = min(range.n_end, (lk + BN - 1) / BN);
   }
 

@@ -23,6 +23,8 @@
 #endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
+#endif
+#ifndef DHP_SM90_CONSUMER_REGS
 #define DHP_SM90_CONSUMER_REGS 232
 #endif
 

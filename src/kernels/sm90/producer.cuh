@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/common/ct.cuh"
+#include "kernels/common/lengths.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
@@ -37,15 +38,6 @@ __device__ __forceinline__ void zero_rows_from(uint32_t tile, int32_t keys_left,
   }
 }
 
-// The lengths of `batch`, secret values read from public addresses and
-// clamped arithmetically to [0, S_q] and [0, S_k].
-__device__ __forceinline__ void load_lengths(const kernels::ForwardArgs& args, int32_t batch, int32_t& lq,
-                                             int32_t& lk) {
-  lq = static_cast<int32_t>(args.seqlen_q), lk = static_cast<int32_t>(args.seqlen_k);
-  if (args.lens_q != nullptr) lq = ct::ct_clamp(args.lens_q[batch], 0, lq);  // public test
-  if (args.lens_k != nullptr) lk = ct::ct_clamp(args.lens_k[batch], 0, lk);  // public test
-}
-
 // One thread of warp 0 issues every copy; with secret lengths warps 1-3
 // zero V (kZeroThreads), so the next copies are never queued behind a
 // zeroing pass. The tile loop and the ring position (kv: key tiles issued so far
@@ -63,7 +55,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     const int32_t m0 = tile.m_block * BM, head_kv = tile.head / args.kv_group;
     const int32_t n_end = sm80::KeyTileRange<BM, BN>(args, m0).n_end;
     int32_t L_q = 0, L_k = 0;
-    if constexpr (Traits::kHasLengths) load_lengths(args, tile.batch, L_q, L_k);
+    if constexpr (Traits::kHasLengths) kernels::load_lengths(args, tile.batch, L_q, L_k);
     if (ptid == 0) {
       // The consumers are done with the previous tile's Q (and, without a
       // separate O buffer, with its epilogue).

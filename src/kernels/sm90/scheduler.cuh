@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/forward_args.hpp"
+#include "kernels/sm80/forward_kernel.cuh"
 
 namespace dhp::sm90 {
 
@@ -40,14 +41,20 @@ struct TileScheduler {
         total(m_blocks * heads * static_cast<int32_t>(a.batch)),
         order(a.tile_order) {}
 
+  // The snake deal: in round r, CTA c takes position snake(r, c, G) of the
+  // round; the map is its own inverse (position -> CTA), which the host's
+  // load model uses.
+  __host__ __device__ static int32_t snake(int32_t r, int32_t i, int32_t grid) {
+    return (r & 1) ? grid - 1 - i : i;
+  }
   // Rounds of the deal, and this CTA's tile in round r (>= total: none).
   __device__ __forceinline__ int32_t rounds() const { return (total + gridDim.x - 1) / gridDim.x; }
   __device__ __forceinline__ int32_t tile_of(int32_t r) const {
-    const int32_t pos = (r & 1) ? static_cast<int32_t>(gridDim.x - 1 - blockIdx.x) : static_cast<int32_t>(blockIdx.x);
-    return r * static_cast<int32_t>(gridDim.x) + pos;
+    const int32_t grid = static_cast<int32_t>(gridDim.x);
+    return r * grid + snake(r, static_cast<int32_t>(blockIdx.x), grid);
   }
 
-  __device__ __forceinline__ Tile decode(int32_t t) const {
+  __host__ __device__ __forceinline__ Tile decode(int32_t t) const {
     Tile x;
     int32_t bh;
     if (order == kHeavyFirst) {
@@ -75,22 +82,15 @@ struct TileScheduler {
 template <int BM, int BN>
 int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
   if (!a.causal) return kHeadMajor;
-  const int32_t m_blocks = (a.seqlen_q + BM - 1) / BM, per_block = a.heads_q * a.batch;
-  const int64_t total = static_cast<int64_t>(m_blocks) * per_block;
-  auto weight = [&](int32_t m_block) {  // key tiles visited + 1, as KeyTileRange
-    int32_t n_end = (a.seqlen_k + BN - 1) / BN;
-    if (a.causal_diagonal_public) {
-      const int32_t last_visible = m_block * BM + BM - 1 + a.causal_offset;
-      n_end = last_visible < 0 ? 0 : (n_end < last_visible / BN + 1 ? n_end : last_visible / BN + 1);
-    }
-    return static_cast<int64_t>(n_end) + 1;
-  };
+  kernels::ForwardArgs modelled = a;
+  modelled.tile_order = kHeadMajorHeavyFirst;
+  const TileScheduler<BM> sched(modelled);
   std::vector<int64_t> load(grid, 0);
   int64_t sum = 0;
-  for (int64_t t = 0; t < total; ++t) {
-    const int64_t r = t / grid, pos = t % grid;
-    const int64_t cta = (r & 1) ? grid - 1 - pos : pos;
-    const int64_t w = weight(m_blocks - 1 - static_cast<int32_t>(t % m_blocks));  // head-major, heaviest first
+  for (int32_t t = 0; t < sched.total; ++t) {
+    const int32_t cta = TileScheduler<BM>::snake(t / grid, t % grid, grid);
+    // Weight: key tiles visited + 1 for the epilogue.
+    const int64_t w = sm80::KeyTileRange<BM, BN>(a, sched.decode(t).m_block * BM).n_end + 1;
     load[cta] += w;
     sum += w;
   }
