@@ -32,8 +32,7 @@ struct KeyTileRange {
     n_end = (a.seqlen_k + BN - 1) / BN;
     if (a.causal && a.causal_diagonal_public) {
       const int32_t last_visible = m0 + BM - 1 + a.causal_offset;  // largest key any row sees
-      const int32_t last_tile = last_visible / BN + 1;
-      n_end = last_visible < 0 ? 0 : (last_tile < n_end ? last_tile : n_end);
+      n_end = last_visible < 0 ? 0 : ::min(n_end, last_visible / BN + 1);
     }
   }
   // With public lengths: does tile n contain any key some row cannot see?
