@@ -14,10 +14,12 @@ int main(int argc, char** argv) {
   using namespace dhp;
   bool quick = false;
   const char* out_path = nullptr;
+  const char* only = nullptr;  // dense | lengths | graph: rows of that mode only
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
-    else { std::fprintf(stderr, "usage: dhp_bench [--quick] [--out FILE.tsv]\n"); return 2; }
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else { std::fprintf(stderr, "usage: dhp_bench [--quick] [--only dense|lengths|graph] [--out FILE.tsv]\n"); return 2; }
   }
   if (!testing::cuda_device_available()) {
     std::printf("skipped: no CUDA device\n");
@@ -50,13 +52,18 @@ int main(int argc, char** argv) {
   add(DType::kFloat16, 4, 16, 4096, 128, false, testing::Lengths::kSeparate);
   add(DType::kFloat16, 4, 16, 4096, 128, true, testing::Lengths::kShared);
   add(DType::kFloat16, 1, 8, 512, 64, false, testing::Lengths::kNone, 20);
+  // With --only graph, the same launch at other lengths: the slope is the
+  // cost of a key tile on one CTA's chain, the intercept the fixed cost.
+  if (only != nullptr && !std::strcmp(only, "graph"))
+    for (int64_t S : {128, 256, 1024, 2048}) add(DType::kFloat16, 1, 8, S, 64, false, testing::Lengths::kNone, 20);
   FILE* out = out_path ? std::fopen(out_path, "w") : nullptr;
   if (out) std::fprintf(out, "dtype\tB\tH\tS\tD\tcausal\tmedian_ms\tmin_ms\ttflops\tmode\n");
   std::printf("%-5s %3s %3s %6s %4s %6s %10s %8s\n", "dtype", "B", "H", "S", "D", "causal", "median_ms", "TFLOP/s");
   for (size_t i = 0; i < cases.size(); ++i) {
     const testing::Case& c = cases[i];
-    const tools::Timing t = tools::time_case(c, 5, quick ? 20 : 30, graph_launches[i]);
     const char* mode = graph_launches[i] > 0 ? "graph" : (c.lengths != testing::Lengths::kNone ? "lengths" : "dense");
+    if (only != nullptr && std::strcmp(only, mode) != 0) continue;
+    const tools::Timing t = tools::time_case(c, 5, quick ? 20 : 30, graph_launches[i]);
     const char* dt = c.dtype == DType::kFloat16 ? "fp16" : "bf16";
     if (!t.error.empty()) {
       std::printf("%-5s %3lld %3lld %6lld %4lld %6d ERROR %s\n", dt, (long long)c.batch,

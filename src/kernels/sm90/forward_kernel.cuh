@@ -42,6 +42,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const TileScheduler<BM> sched(args);
 
   if (tid == 0) {
+    // The tensor maps are kernel parameters, not data of an earlier kernel:
+    // their descriptors can be fetched before the dependency wait below.
+    tma::prefetch_map(&tm_q);
+    tma::prefetch_map(&tm_k);
+    tma::prefetch_map(&tm_v);
     tma::barrier_init(&st.q_full, 1);
     tma::barrier_init(&st.q_empty, Traits::kConsumerThreads);
 #pragma unroll
@@ -55,6 +60,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     tma::barrier_init_fence();
   }
   __syncthreads();
+  // Programmatic dependent launch (launch.cuh): the set-up above may overlap
+  // the previous kernel in the stream; no thread touches global memory
+  // before that kernel has completed and its writes are visible. The next
+  // kernel may start its own set-up now (it waits the same way, so this is
+  // safe however early). Both are the same instructions in every launch.
+  pdl::wait_for_previous_grid();
+  pdl::allow_next_grid();
 
   if (wg_index == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));

@@ -47,8 +47,8 @@ struct Sm90Config<256> {
   static constexpr int kBlockN = DHP_SM90_BN256;
 };
 
-// NC_: consumer warpgroups (2 or 3). D = 64 is built with both (launch.cuh
-// picks by shape); the other head dims with 2.
+// NC_: consumer warpgroups (1, 2 or 3). D = 64 is built with all three
+// (launch.cuh picks by shape); the other head dims with 2.
 template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2>
 struct Sm90Traits : Sm90Config<D> {
   using T = T_;
@@ -66,10 +66,11 @@ struct Sm90Traits : Sm90Config<D> {
   static constexpr int kQBytes = kBlockM * D * 2;
   static constexpr int kKVBytes = kBlockN * D * 2;
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K (two
-  // consumers); 128 x 32 + 384 x 160 = 64K (three).
+  // consumers); 128 x 32 + 384 x 160 = 64K (three); one consumer has room
+  // to spare (64-row tiles for grids that would not fill the GPU).
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : DHP_SM90_PRODUCER_REGS;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : DHP_SM90_CONSUMER_REGS;
-  static_assert(kConsumers == 2 || kConsumers == 3, "2 or 3 consumer warpgroups");
+  static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
   // O is staged for its global store in a buffer of its own when it fits, so
   // the next tile's Q can land while this tile's epilogue runs; otherwise
   // (D = 256) in the Q buffer, and the next Q waits for the epilogue.

@@ -34,6 +34,18 @@ bool make_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B,
   return encode_tensor_map(m, base, spec).empty();
 }
 
+// Streaming multiprocessors of the current device (0 on error), cached per device.
+inline int sm_count() {
+  static thread_local int device_cached = -1, count = 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (device != device_cached) {
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+    device_cached = device;
+  }
+  return count;
+}
+
 template <typename Traits>
 cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   using T = typename Traits::T;
@@ -52,13 +64,8 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   if (const cudaError_t err = kernels::ensure_smem_limit(kernel, kSmem, configured_device); err != cudaSuccess)
     return err;
   // Persistent: one CTA per SM at most (the register file allows no second).
-  static thread_local int sm_device = -1, sm_count = 0;
-  if (int device = 0; cudaGetDevice(&device) == cudaSuccess && device != sm_device) {
-    if (const cudaError_t err = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-        err != cudaSuccess)
-      return err;
-    sm_device = device;
-  }
+  const int sms = sm_count();
+  if (sms <= 0) return cudaErrorInvalidDevice;
   // The schedule counts tiles in int32 (public shape; checked here).
   const int64_t tiles = (static_cast<int64_t>(a.seqlen_q) + Traits::kBlockM - 1) / Traits::kBlockM * a.heads_q * a.batch;
   if (tiles > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
@@ -68,7 +75,7 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   static const char* order_env = std::getenv("DHP_SM90_ORDER");
   const bool one_per_tile = grid_env != nullptr && std::strcmp(grid_env, "tiles") == 0;
   kernels::ForwardArgs args = a;
-  const int grid = static_cast<int>(tiles < sm_count || one_per_tile ? tiles : sm_count);
+  const int grid = static_cast<int>(tiles < sms || one_per_tile ? tiles : sms);
   // The order model walks every tile; remember the last shape's answer.
   static thread_local int64_t order_key[7] = {-1};
   static thread_local int32_t order_cached = 0;
@@ -78,21 +85,46 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
     std::copy(key, key + 7, order_key);
   }
   args.tile_order = order_env != nullptr ? std::atoi(order_env) % 3 : order_cached;
-  kernel<<<grid, Traits::kThreads, kSmem, stream>>>(args, tq, tk, tv);
-  return cudaGetLastError();
+  // Programmatic dependent launch: this kernel's set-up (barriers, tensor
+  // map prefetch) may overlap the end of the previous kernel in the stream;
+  // the kernel waits (griddepcontrol.wait) before its first global access.
+  // DHP_SM90_PDL=0 launches without it (A/B).
+  static const char* pdl_env = std::getenv("DHP_SM90_PDL");
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(Traits::kThreads);
+  config.dynamicSmemBytes = kSmem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = pdl_env != nullptr && std::strcmp(pdl_env, "0") == 0 ? 0 : 1;
+  return cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv);
 }
 
-// D = 64 has two tile heights: 192 query rows (three consumer warpgroups,
-// two warpgroups' GEMMs covering one softmax) where S_q >= 2048, 128 rows
-// below (192-row tiles waste up to 12.5 % of short sequences' rows and cost
-// short causal shapes 11 %; docs/perf-log.md). A public shape decides.
-// DHP_SM90_D64_ROWS=128|192 forces one (tests, A/B).
+// D = 64 has three tile heights, chosen from the public shape:
+//  * 192 query rows (three consumer warpgroups: two warpgroups' GEMMs cover
+//    one softmax) where S_q >= 2048;
+//  * 128 rows below (192-row tiles waste up to 12.5 % of short sequences'
+//    rows and cost short causal shapes 11 %; docs/perf-log.md);
+//  * 64 rows (one consumer warpgroup) when 128-row tiles would leave more
+//    than half the SMs idle: a short serial chain per CTA matters more there
+//    than ping-pong (the small configuration, B=1 H=8 S=512: 32 CTAs).
+// Every height computes each row with the same instructions in the same
+// order (m64 wgmma per warpgroup, the same key tiles), so the outputs are
+// bitwise the same whichever is taken: batch invariance does not depend on
+// the choice. DHP_SM90_D64_ROWS=64|128|192 forces one (tests, A/B).
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
-    const int rows = rows_env != nullptr ? std::atoi(rows_env) : (a.seqlen_q >= 2048 ? 192 : 128);
+    int rows = a.seqlen_q >= 2048 ? 192 : 128;
+    if (rows == 128 && 2 * (a.seqlen_q + 127) / 128 * a.heads_q * a.batch <= sm_count())
+      rows = 64;
+    if (rows_env != nullptr) rows = std::atoi(rows_env);
     if (rows == 192) return launch_forward<Sm90Traits<T, D, LENGTHS, 3>>(a, s);
+    if (rows == 64) return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS, 2>>(a, s);
   } else {
     return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);

@@ -33,22 +33,28 @@ inline constexpr bool kIntraOverlap = DHP_SM90_INTRA_WG_OVERLAP != 0;
 
 namespace pingpong {
 // Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
-// Turns go round the NC consumer warpgroups in order.
-__device__ __forceinline__ void wait_turn(int g) { asm volatile("bar.sync %0, 256;\n" ::"r"(2 + g) : "memory"); }
+// Turns go round the NC consumer warpgroups in order. With one consumer
+// warpgroup (64-row tiles) there is no one to take turns with: no barriers.
+template <int NC>
+__device__ __forceinline__ void wait_turn(int g) {
+  if constexpr (NC > 1) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + g) : "memory");
+}
 template <int NC>
 __device__ __forceinline__ void pass_turn(int g) {
-  const int next = NC == 2 ? 1 - g : (g + 1 == NC ? 0 : g + 1);
-  asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + next) : "memory");
+  if constexpr (NC > 1) {
+    const int next = NC == 2 ? 1 - g : (g + 1 == NC ? 0 : g + 1);
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + next) : "memory");
+  }
 }
 // Warpgroup 0 issues first; at the end it consumes the last warpgroup's
 // last hand-off.
 template <int NC>
 __device__ __forceinline__ void begin(int g) {
-  if (g == NC - 1) pass_turn<NC>(NC - 1);  // a constant barrier id (ptxas spilled D256 without it)
+  if (NC > 1 && g == NC - 1) pass_turn<NC>(NC - 1);  // a constant barrier id (ptxas spilled D256 without it)
 }
 template <int NC>
 __device__ __forceinline__ void end(int g) {
-  if (g == 0) wait_turn(0);
+  if (NC > 1 && g == 0) wait_turn<NC>(0);
 }
 }  // namespace pingpong
 
@@ -116,7 +122,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   if (n_tiles > 0) {
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
-    pingpong::wait_turn(g);
+    pingpong::wait_turn<Traits::kConsumers>(g);
     wg::fence_operands(sacc);
     wg::fence();
     issue_qk(view.stage(0));
@@ -152,7 +158,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       const uint32_t ph = view.parity(it), php = view.parity(it - 1);
       tma::wait<true>(&st.k_full[s], ph);
       tma::wait<true>(v_barrier(sp), php);
-      pingpong::wait_turn(g);
+      pingpong::wait_turn<Traits::kConsumers>(g);
       wg::fence_operands(sacc);
       wg::fence_operands(o);
       wg::fence_operands(p);
@@ -178,7 +184,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);
     tma::wait<true>(v_barrier(sp), php);
-    pingpong::wait_turn(g);
+    pingpong::wait_turn<Traits::kConsumers>(g);
     wg::fence_operands(o);
     wg::fence_operands(p);
     wg::fence();

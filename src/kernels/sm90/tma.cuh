@@ -36,9 +36,12 @@ __device__ __forceinline__ void arrive(uint64_t* bar) { (void)cuda::ptx::mbarrie
 // then vary from launch to launch). SUSPEND = true: try_wait with a 10 ms
 // suspend-time hint, so the thread sleeps until the phase completes and the
 // loop normally turns once -- counts that gate 1 can require identical.
+#ifndef DHP_SM90_SPIN_WAITS
+#define DHP_SM90_SPIN_WAITS 0  // 1: every wait spins (A/B of the suspend hint's latency)
+#endif
 template <bool SUSPEND = false>
 __device__ __forceinline__ void wait(uint64_t* bar, uint32_t phase) {
-  if constexpr (SUSPEND) {
+  if constexpr (SUSPEND && !DHP_SM90_SPIN_WAITS) {
     constexpr uint32_t kSuspendNs = 10000000;
     while (!cuda::ptx::mbarrier_try_wait_parity(bar, phase, kSuspendNs)) {
     }
@@ -46,6 +49,11 @@ __device__ __forceinline__ void wait(uint64_t* bar, uint32_t phase) {
     while (!cuda::ptx::mbarrier_try_wait_parity(bar, phase)) {
     }
   }
+}
+
+// Fetches a __grid_constant__ tensor map's descriptor ahead of the first copy.
+__device__ __forceinline__ void prefetch_map(const void* tensor_map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(tensor_map)) : "memory");
 }
 
 // 2-D tile copy global -> shared (coordinates: innermost first), completion
@@ -65,3 +73,13 @@ __device__ __forceinline__ void load_4d(void* smem_dst, const void* tensor_map, 
 }
 
 }  // namespace dhp::sm90::tma
+
+namespace dhp::sm90::pdl {
+// Programmatic dependent launch (griddepcontrol). wait: blocks until the
+// grids this launch depends on have completed and their memory is visible
+// (returns at once when launched without the programmatic attribute).
+// allow: lets the next grid in the stream, if it was launched with the
+// attribute, begin before this one ends.
+__device__ __forceinline__ void wait_for_previous_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void allow_next_grid() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+}  // namespace dhp::sm90::pdl
