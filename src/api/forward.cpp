@@ -77,7 +77,9 @@ Status attention_forward(const Params& p) {
       {sm90::launch_forward_bf16_d64, sm90::launch_forward_bf16_d128, sm90::launch_forward_bf16_d256}};
   if (major == 9 && kernel_choice() != KernelChoice::Portable) {
     // cudaErrorNotSupported: not expressible as TMA tensor maps (a base or a
-    // stride not 16-byte aligned); nothing was launched, use the portable kernel.
+    // stride not 16-byte aligned), or no scratch memory for the zero-padded
+    // copy of V (secret key lengths); the attention kernel was not launched:
+    // use the portable kernel.
     const cudaError_t e = kSm90Table[dtype_index][dim_index](a, has_lengths, stream);
     if (e == cudaSuccess) return {};
     if (e != cudaErrorNotSupported) return cuda_failure("kernel launch", e);

@@ -55,7 +55,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       tma::barrier_init(&st.v_full[s], 1);
       tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads);
       tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads);
-      tma::barrier_init(&st.v_ready[s], kZeroThreads);
     }
     tma::barrier_init_fence();
   }

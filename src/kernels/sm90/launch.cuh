@@ -12,6 +12,7 @@
 
 #include "kernels/sm90/forward_kernel.cuh"
 #include "kernels/sm90/launch.hpp"
+#include "kernels/sm90/padding_scrub.hpp"
 #include "kernels/sm90/tensor_map.hpp"
 
 namespace dhp::sm90 {
@@ -47,7 +48,7 @@ inline int sm_count() {
 }
 
 template <typename Traits>
-cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
+cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream) {
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim;
   CUtensorMap tq, tk, tv;
@@ -101,6 +102,33 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   config.attrs = attr;
   config.numAttrs = pdl_env != nullptr && std::strcmp(pdl_env, "0") == 0 ? 0 : 1;
   return cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv);
+}
+
+template <typename Traits>
+cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream) {
+  constexpr int D = Traits::kHeadDim;
+  kernels::ForwardArgs a = a_in;
+  // Secret key lengths: the kernel reads V rows past L_k, which must be
+  // zero; they are zeroed once, in a copy of V (padding_scrub.hpp). Without
+  // key lengths there is no such row. No scratch memory: nothing launched,
+  // cudaErrorNotSupported, and the dispatcher runs the portable kernel
+  // (which zeroes them in its own tiles).
+  void* scratch = nullptr;
+  if (Traits::kHasLengths && a.lens_k != nullptr) {
+    scratch = scratch_alloc(padded_v_bytes(a, D), stream);
+    if (scratch == nullptr) return cudaErrorNotSupported;
+    if (const cudaError_t err = launch_padding_scrub(a, D, scratch, stream); err != cudaSuccess) {
+      scratch_free(scratch, stream);
+      return err;
+    }
+    a.v = scratch;  // packed [B, S_k, H_kv, D]
+    a.v_stride_head = D;
+    a.v_stride_seq = static_cast<int64_t>(a.heads_kv) * D;
+    a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
+  }
+  const cudaError_t err = launch_attention<Traits>(a, stream);
+  scratch_free(scratch, stream);  // stream-ordered: after the kernel has read it
+  return err;
 }
 
 // D = 64 has three tile heights, chosen from the public shape:

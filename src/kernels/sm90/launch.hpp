@@ -1,8 +1,9 @@
 // Host-side entry points of the Hopper kernel, one per (dtype, head dim);
 // defined in the instantiate_*.cu files. They return cudaErrorNotSupported,
 // launching nothing, when the tensors cannot be described to TMA (a base
-// address or a stride not a multiple of 16 bytes); the dispatcher then uses
-// the portable kernel.
+// address or a stride not a multiple of 16 bytes) or when no scratch memory
+// can be had for the zero-padded copy of V (padding_scrub.hpp); the
+// dispatcher then uses the portable kernel.
 #pragma once
 #include <cuda_runtime.h>
 

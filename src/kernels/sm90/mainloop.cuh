@@ -80,7 +80,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   const uint64_t dk0 = desc::k_major_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(st.k[0])));
   const uint64_t dv0 = desc::mn_major_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(st.v[0])), BN);
   static_assert(sizeof(st.k[0]) == kStageBytes && sizeof(st.v[0]) == kStageBytes, "stages are contiguous");
-  auto v_barrier = [&](int s) { return Traits::kHasLengths ? &st.v_ready[s] : &st.v_full[s]; };
 
   float sacc[BN / 2];
   uint32_t p[BN / 16][4];
@@ -157,7 +156,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       const int s = view.stage(it), sp = view.stage(it - 1);
       const uint32_t ph = view.parity(it), php = view.parity(it - 1);
       tma::wait<true>(&st.k_full[s], ph);
-      tma::wait<true>(v_barrier(sp), php);
+      tma::wait<true>(&st.v_full[sp], php);
       pingpong::wait_turn<Traits::kConsumers>(g);
       wg::fence_operands(sacc);
       wg::fence_operands(o);
@@ -183,7 +182,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     // Tail: P·V of the last tile.
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);
-    tma::wait<true>(v_barrier(sp), php);
+    tma::wait<true>(&st.v_full[sp], php);
     pingpong::wait_turn<Traits::kConsumers>(g);
     wg::fence_operands(o);
     wg::fence_operands(p);

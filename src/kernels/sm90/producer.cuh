@@ -1,13 +1,13 @@
 // Producer warpgroup of the Hopper kernel: one thread issues the TMA copies
 // (per tile of the static schedule: Q, then K and V per key tile into a
-// kStages ring); with secret lengths warps 1-3 then zero the V rows past
-// L_k in every tile by select, so that padding (NaN included) never meets
-// a zero weight in P*V (0 * NaN = NaN). All coordinates and byte counts are public.
+// kStages ring). With secret key lengths the V rows past L_k must be zero,
+// so that padding (NaN included) never meets a zero weight in P*V (0 * NaN
+// = NaN): the launcher zeroed them in a copy of V before this kernel
+// (padding_scrub.hpp). All coordinates and byte counts are public.
 #pragma once
 
 #include <cstdint>
 
-#include "kernels/common/ct.cuh"
 #include "kernels/common/lengths.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
@@ -17,31 +17,11 @@
 
 namespace dhp::sm90 {
 
-inline constexpr int kZeroThreads = 96;  // producer warps 1-3
-
-// Zeroes rows >= keys_left of a 128-B-swizzled V tile (rows = BN keys), by
-// rewriting every 16-byte chunk: the addresses touched do not depend on the
-// secret, only the values written do. `tile` is a shared-window address, so
-// the accesses are LDS/STS, not generic loads and stores.
-template <int BN, int D, int THREADS>
-__device__ __forceinline__ void zero_rows_from(uint32_t tile, int32_t keys_left, int ztid) {
-  constexpr int kChunks = BN * D / 8;
-#pragma unroll 4
-  for (int c = ztid; c < kChunks; c += THREADS) {
-    const int row = (c % (BN * 8)) / 8;  // a chunk's row: its byte offset in the block / 128
-    const uint32_t addr = tile + c * 16;
-    uint32_t x, y, z, w;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(addr));
-    const ct::Mask keep = ct::ct_mask_lt(row, keys_left);
-    x &= keep, y &= keep, z &= keep, w &= keep;
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
-  }
-}
-
-// One thread of warp 0 issues every copy; with secret lengths warps 1-3
-// zero V (kZeroThreads), so the next copies are never queued behind a
-// zeroing pass. The tile loop and the ring position (kv: key tiles issued so far
-// by this CTA) follow the static schedule, so every count is public.
+// One thread of warp 0 issues every copy; the other producer threads walk
+// the same loop idle (an early return for them made ptxas spill 8 bytes in
+// two consumer instantiations). The tile loop and the ring position (kv: key
+// tiles issued so far by this CTA) follow the static schedule, so every
+// count is public.
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                              const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
@@ -84,14 +64,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
 #pragma unroll
         for (int cb = 0; cb < Traits::kColBlocks; ++cb)
           tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, tile.batch, &st.v_full[s]);
-      }
-      if (Traits::kHasLengths && ptid >= 32) {  // public: warps 1-3
-        tma::wait<true>(&st.v_full[s], phase);
-        zero_rows_from<BN, Traits::kHeadDim, kZeroThreads>(
-            static_cast<uint32_t>(__cvta_generic_to_shared(st.v[s])), L_k - n * BN, ptid - 32);
-        // Generic-proxy writes, read next by wgmma through the async proxy.
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        tma::arrive(&st.v_ready[s]);
       }
     }
     ++tc;

@@ -1,0 +1,94 @@
+// The zero-padded copy of V for secret key lengths (padding_scrub.hpp), and
+// the library's scratch pool.
+#include "kernels/sm90/padding_scrub.hpp"
+
+#include <mutex>
+#include <vector>
+
+#include "kernels/common/ct.cuh"
+#include "kernels/common/lengths.cuh"
+
+namespace dhp::sm90 {
+namespace {
+
+constexpr int kThreads = 256;
+
+// One 16-byte chunk (8 elements) per thread and step: block (x, y) copies
+// rows_per_block rows of sequence positions for (batch, kv head) pairs
+// y, y + gridDim.y, ...  Every bound is public; the row's visibility only
+// masks the value stored.
+__global__ void __launch_bounds__(kThreads) scrub_v_padding(const __grid_constant__ kernels::ForwardArgs args,
+                                                            int32_t chunks_per_row, uint4* __restrict__ dst) {
+  const int32_t rows_per_block = kThreads / chunks_per_row;
+  const int32_t c = static_cast<int32_t>(threadIdx.x) % chunks_per_row;
+  const int32_t s = static_cast<int32_t>(blockIdx.x) * rows_per_block + static_cast<int32_t>(threadIdx.x) / chunks_per_row;
+  if (s >= args.seqlen_k) return;  // public: past the padded length
+  const int32_t pairs = args.batch * args.heads_kv;
+  for (int32_t bh = blockIdx.y; bh < pairs; bh += gridDim.y) {  // public trip count
+    const int32_t b = bh / args.heads_kv, h = bh % args.heads_kv;
+    int32_t L_q = 0, L_k = 0;
+    kernels::load_lengths(args, b, L_q, L_k);
+    const uint16_t* src = static_cast<const uint16_t*>(args.v) + b * args.v_stride_batch +
+                          static_cast<int64_t>(s) * args.v_stride_seq + h * args.v_stride_head + c * 8;
+    uint4 x;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+                 : "l"(src));
+    const ct::Mask keep = ct::ct_mask_lt(s, L_k);
+    x.x &= keep, x.y &= keep, x.z &= keep, x.w &= keep;
+    const int64_t row = (static_cast<int64_t>(b) * args.seqlen_k + s) * args.heads_kv + h;
+    dst[row * chunks_per_row + c] = x;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_padding_scrub(const kernels::ForwardArgs& a, int head_dim, void* dst, cudaStream_t stream) {
+  const int32_t chunks_per_row = head_dim / 8;
+  const int32_t rows_per_block = kThreads / chunks_per_row;
+  const int64_t pairs = static_cast<int64_t>(a.batch) * a.heads_kv;
+  const dim3 grid(static_cast<unsigned>((a.seqlen_k + rows_per_block - 1) / rows_per_block),
+                  static_cast<unsigned>(pairs < 65535 ? pairs : 65535));
+  scrub_v_padding<<<grid, kThreads, 0, stream>>>(a, chunks_per_row, static_cast<uint4*>(dst));
+  return cudaGetLastError();
+}
+
+void* scratch_alloc(size_t bytes, cudaStream_t stream) {
+  static std::mutex mutex;
+  static std::vector<cudaMemPool_t> pools;  // per device; created on first use
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  cudaMemPool_t pool = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (pools.size() <= static_cast<size_t>(device)) pools.resize(device + 1, nullptr);
+    if (pools[device] == nullptr) {
+      cudaMemPoolProps props = {};
+      props.allocType = cudaMemAllocationTypePinned;
+      props.handleTypes = cudaMemHandleTypeNone;
+      props.location.type = cudaMemLocationTypeDevice;
+      props.location.id = device;
+      if (cudaMemPoolCreate(&pools[device], &props) != cudaSuccess) {
+        (void)cudaGetLastError();
+        pools[device] = nullptr;
+        return nullptr;
+      }
+      // Keep freed memory in the pool: a steady workload allocates once.
+      uint64_t keep = UINT64_MAX;
+      (void)cudaMemPoolSetAttribute(pools[device], cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    pool = pools[device];
+  }
+  void* p = nullptr;
+  if (cudaMallocFromPoolAsync(&p, bytes, pool, stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
+void scratch_free(void* p, cudaStream_t stream) {
+  if (p != nullptr) (void)cudaFreeAsync(p, stream);
+}
+
+}  // namespace dhp::sm90
