@@ -75,6 +75,8 @@ def main(paths):
         print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
     # The side figures, from the first TSV.
     key = lambda r: (r["dtype"], r["B"], r["H"], r["S"], r["D"], r["causal"])
+    # The last dense row of the shape: dhp_bench puts one right before each
+    # lengths row, so the ratio compares runs in the same thermal state.
     dense = {key(r): float(r["tflops"]) for r in rows if r.get("mode", "dense") == "dense"}
     print()
     for r in rows:

@@ -75,7 +75,10 @@ typedef struct dhp_attention_params {
   /* Optional secret lengths (device int32[B], 4-byte aligned), clamped into
    * [0, S] arithmetically. Either `seqlens` alone (self-attention: requires
    * S_q == S_k, shared by queries and keys) or any of seqlens_q / seqlens_k
-   * (NULL ones mean "the full padded length"). */
+   * (NULL ones mean "the full padded length"). With key lengths on an sm_90
+   * GPU the call also writes a copy of V with its padding rows zeroed, in
+   * scratch memory the library keeps in its own stream-ordered pool (the size
+   * of V, reused by later calls); without it the portable kernel runs. */
   const int32_t* seqlens;
   const int32_t* seqlens_q;
   const int32_t* seqlens_k;
