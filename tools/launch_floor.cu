@@ -52,6 +52,8 @@ static float per_call_us(int grid, int threads, int smem, bool pdl, int launches
     if (i >= 5) us.push_back(ms * 1000.0f / launches);
   }
   std::sort(us.begin(), us.end());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(g);
   cudaStreamDestroy(stream);

@@ -90,7 +90,6 @@ struct SharedStorage {
   alignas(8) uint64_t q_full, q_empty;       // per tile: Q landed / Q buffer free
   uint64_t k_full[Traits::kStages], k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
-  uint64_t v_ready[Traits::kStages];  // secret lengths: V rows past L_k zeroed
   int32_t lens[2][2];                 // per tile parity: L_q, L_k (secret; clamped)
 };
 

@@ -148,7 +148,8 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
     int rows = a.seqlen_q >= 2048 ? 192 : 128;
-    if (rows == 128 && 2 * (a.seqlen_q + 127) / 128 * a.heads_q * a.batch <= sm_count())
+    const int64_t tiles128 = (static_cast<int64_t>(a.seqlen_q) + 127) / 128 * a.heads_q * a.batch;
+    if (rows == 128 && 2 * tiles128 <= sm_count())
       rows = 64;
     if (rows_env != nullptr) rows = std::atoi(rows_env);
     if (rows == 192) return launch_forward<Sm90Traits<T, D, LENGTHS, 3>>(a, s);
