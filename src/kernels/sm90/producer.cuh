@@ -34,9 +34,11 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     const Tile tile = sched.decode(t);
     const int32_t m0 = tile.m_block * BM, head_kv = tile.head / args.kv_group;
     const int32_t n_end = sm80::KeyTileRange<BM, BN>(args, m0).n_end;
-    int32_t L_q = 0, L_k = 0;
-    if constexpr (Traits::kHasLengths) kernels::load_lengths(args, tile.batch, L_q, L_k);
     if (ptid == 0) {
+      // Only this thread needs the lengths; loaded before the wait so that
+      // their latency overlaps it.
+      int32_t L_q = 0, L_k = 0;
+      if constexpr (Traits::kHasLengths) kernels::load_lengths(args, tile.batch, L_q, L_k);
       // The consumers are done with the previous tile's Q (and, without a
       // separate O buffer, with its epilogue).
       tma::wait<true>(&st.q_empty, (tc & 1) ^ 1);  // a fresh barrier passes parity 1 at once
