@@ -28,6 +28,11 @@ namespace dhp::sm90 {
 #ifndef DHP_SM90_INTRA_WG_OVERLAP
 #define DHP_SM90_INTRA_WG_OVERLAP 0
 #endif
+// TEST-ONLY (scripts/length-timing-diag.sh): feeds a public pattern instead
+// of zero weights to P·V, giving wrong results; never set in a shipped build.
+#ifndef DHP_SM90_P_FILL
+#define DHP_SM90_P_FILL 0
+#endif
 // Compile-time switch; both forms pass the GPU suite (docs/perf-log.md).
 inline constexpr bool kIntraOverlap = DHP_SM90_INTRA_WG_OVERLAP != 0;
 
@@ -111,7 +116,16 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 #pragma unroll
     for (int k = 0; k < BN / 16; ++k)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) p[k][r] = sm80::pack2<T>(sacc[8 * k + 2 * r], sacc[8 * k + 2 * r + 1]);
+      for (int r = 0; r < 4; ++r) {
+#if DHP_SM90_P_FILL  // TEST-ONLY timing diagnostic: zero weights become a public pattern (wrong results)
+        const float f0 = __uint_as_float(0x3E800000u | ((8 * k + 2 * r) * 0x2F1A3u & 0x7FFFFFu));
+        const float f1 = __uint_as_float(0x3E800000u | ((8 * k + 2 * r + 1) * 0x2F1A3u & 0x7FFFFFu));
+        p[k][r] = sm80::pack2<T>(sacc[8 * k + 2 * r] == 0.0f ? f0 : sacc[8 * k + 2 * r],
+                                 sacc[8 * k + 2 * r + 1] == 0.0f ? f1 : sacc[8 * k + 2 * r + 1]);
+#else
+        p[k][r] = sm80::pack2<T>(sacc[8 * k + 2 * r], sacc[8 * k + 2 * r + 1]);
+#endif
+      }
   };
 
 #pragma unroll

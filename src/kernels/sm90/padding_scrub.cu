@@ -8,6 +8,12 @@
 #include "kernels/common/ct.cuh"
 #include "kernels/common/lengths.cuh"
 
+// TEST-ONLY (scripts/length-timing-diag.sh): a public pattern in V's
+// padding instead of zeros; never set in a shipped build.
+#ifndef DHP_SCRUB_FILL
+#define DHP_SCRUB_FILL 0
+#endif
+
 namespace dhp::sm90 {
 namespace {
 
@@ -35,7 +41,18 @@ __global__ void __launch_bounds__(kThreads) scrub_v_padding(const __grid_constan
                  : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
                  : "l"(src));
     const ct::Mask keep = ct::ct_mask_lt(s, L_k);
+#if DHP_SCRUB_FILL  // TEST-ONLY timing diagnostic: padding gets a finite public pattern, not zeros
+    uint32_t hs = static_cast<uint32_t>(s) * 0x9E3779B1u + static_cast<uint32_t>(c) * 0x85EBCA77u;
+    uint32_t pat[4];
+    for (int i = 0; i < 4; ++i) {
+      hs ^= hs >> 15, hs *= 0x2C1B3C6Du, hs ^= hs >> 12;
+      pat[i] = hs & 0xBBFFBBFFu;  // clears an exponent bit in each 16-bit half: finite, |x| < 1
+    }
+    x.x = (x.x & keep) | (pat[0] & ~keep), x.y = (x.y & keep) | (pat[1] & ~keep);
+    x.z = (x.z & keep) | (pat[2] & ~keep), x.w = (x.w & keep) | (pat[3] & ~keep);
+#else
     x.x &= keep, x.y &= keep, x.z &= keep, x.w &= keep;
+#endif
     const int64_t row = (static_cast<int64_t>(b) * args.seqlen_k + s) * args.heads_kv + h;
     dst[row * chunks_per_row + c] = x;
   }
