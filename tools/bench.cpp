@@ -15,11 +15,16 @@ int main(int argc, char** argv) {
   bool quick = false;
   const char* out_path = nullptr;
   const char* only = nullptr;  // dense | lengths | graph: rows of that mode only
+  std::vector<std::string> custom;  // --case B,H,S,D[,causal[,graph]]: fp16 rows instead of the grid
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-    else { std::fprintf(stderr, "usage: dhp_bench [--quick] [--only dense|lengths|graph] [--out FILE.tsv]\n"); return 2; }
+    else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) custom.push_back(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: dhp_bench [--quick] [--only dense|lengths|graph] [--case B,H,S,D[,causal[,graph]]]... [--out FILE.tsv]\n");
+      return 2;
+    }
   }
   if (!testing::cuda_device_available()) {
     std::printf("skipped: no CUDA device\n");
@@ -36,11 +41,21 @@ int main(int argc, char** argv) {
     cases.push_back(c);
     graph_launches.push_back(graph);
   };
-  add(DType::kFloat16, 4, 16, 4096, 128, false);  // the portable kernel's floor configuration
+  for (const std::string& spec : custom) {  // e.g. 16,8,1024,64,0,1 = B16 H8 S1024 D64 non-causal, graph replay
+    long long v[6] = {0, 0, 0, 0, 0, 0};
+    const int n = std::sscanf(spec.c_str(), "%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    if (n < 4 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1) {
+      std::fprintf(stderr, "--case %s: want B,H,S,D[,causal[,graph]] with positive B, H, S, D\n", spec.c_str());
+      return 2;
+    }
+    add(DType::kFloat16, v[0], v[1], v[2], v[3], v[4] != 0, testing::Lengths::kNone, v[5] != 0 ? 20 : 0);
+  }
+  if (!custom.empty()) only = nullptr;
+  if (custom.empty()) add(DType::kFloat16, 4, 16, 4096, 128, false);  // the portable kernel's floor configuration
   const std::vector<int64_t> seqs = quick ? std::vector<int64_t>{512, 4096}
                                           : std::vector<int64_t>{512, 1024, 2048, 4096, 8192, 16384};
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
-    if (quick && dt == DType::kBFloat16) break;
+    if ((quick && dt == DType::kBFloat16) || !custom.empty()) break;
     for (int64_t D : {64, 128, 256})
       for (bool causal : {false, true})
         for (int64_t S : seqs) add(dt, 16384 / S, 2048 / D, S, D, causal);
@@ -53,10 +68,11 @@ int main(int argc, char** argv) {
   // compares the two in the same thermal state (a dense row from the start
   // of a 72-row run read 3-6 % faster than one taken at its end).
   for (bool causal : {false, true}) {
+    if (!custom.empty()) break;
     add(DType::kFloat16, 4, 16, 4096, 128, causal);
     add(DType::kFloat16, 4, 16, 4096, 128, causal, causal ? testing::Lengths::kShared : testing::Lengths::kSeparate);
   }
-  add(DType::kFloat16, 1, 8, 512, 64, false, testing::Lengths::kNone, 20);
+  if (custom.empty()) add(DType::kFloat16, 1, 8, 512, 64, false, testing::Lengths::kNone, 20);
   // With --only graph, the same launch at other lengths: the slope is the
   // cost of a key tile on one CTA's chain, the intercept the fixed cost.
   if (only != nullptr && !std::strcmp(only, "graph"))

@@ -21,6 +21,7 @@
 #include "kernels/sm90/mainloop.cuh"
 #include "kernels/sm90/producer.cuh"
 #include "kernels/sm90/scheduler.cuh"
+#include "kernels/sm90/timeline_probe.cuh"
 #include "kernels/sm90/tma.cuh"
 
 #ifndef DHP_SM90_CYCLE_PROBE
@@ -126,6 +127,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         static_cast<T*>(args.o) + tile.batch * args.o_stride_batch + tile.head * args.o_stride_head +
             static_cast<int64_t>(m0) * args.o_stride_seq,
         args.o_stride_seq, args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+    timeline::mark(1 + g, 42);
     if constexpr (!Traits::kSeparateO) {
       __syncwarp();
       // The staged O was written through the generic proxy; the next Q lands
@@ -136,6 +138,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     ++tc;
   }
   pingpong::end<Traits::kConsumers>(g);
+  timeline::report();
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)
   // first two key lengths so that the analysis can tell the classes apart.

@@ -22,6 +22,7 @@
 
 #include "kernels/sm90/consumer_view.cuh"
 #include "kernels/sm90/softmax.cuh"
+#include "kernels/sm90/timeline_probe.cuh"
 
 namespace dhp::sm90 {
 
@@ -130,11 +131,14 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  timeline::mark(1 + g, 0);
   tma::wait<true>(&st.q_full, view.q_phase);
+  timeline::mark(1 + g, 1);
   const int32_t n_tiles = view.range.n_end;  // public
   if (n_tiles > 0) {
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
+    timeline::mark(1 + g, 2);
     pingpong::wait_turn<Traits::kConsumers>(g);
     wg::fence_operands(sacc);
     wg::fence();
@@ -143,7 +147,9 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::wait<0>();
     wg::fence_operands(sacc);
     tma::arrive(&st.k_empty[view.stage(0)]);
+    timeline::mark(1 + g, 3);
     scores_to_p(n_tiles - 1);
+    timeline::mark(1 + g, 4);
     // Intra-warpgroup overlap (kIntraOverlap): each iteration ends with the
     // softmax of S(it) while P(it-1)·V(it-1) is still on the tensor cores;
     // the wait for that P·V, the O rescale and the packing of P(it) open the
@@ -171,6 +177,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       const uint32_t ph = view.parity(it), php = view.parity(it - 1);
       tma::wait<true>(&st.k_full[s], ph);
       tma::wait<true>(&st.v_full[sp], php);
+      timeline::mark(1 + g, 2 + 3 * it);
       pingpong::wait_turn<Traits::kConsumers>(g);
       wg::fence_operands(sacc);
       wg::fence_operands(o);
@@ -188,7 +195,9 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       }
       wg::fence_operands(sacc);
       tma::arrive(&st.k_empty[s]);
+      timeline::mark(1 + g, 3 + 3 * it);
       scores_to_p(n_tiles - 1 - it);
+      timeline::mark(1 + g, 4 + 3 * it);
       wg::fence_operands(sacc);
       if constexpr (!kIntraOverlap) finish_tile(it + 1);
     }
@@ -207,6 +216,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::fence_operands(o);
     wg::fence_operands(p);
     tma::arrive(&st.v_empty[sp]);
+    timeline::mark(1 + g, 40);
   }
   sm.export_to(out_sm);
 }

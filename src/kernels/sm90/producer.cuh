@@ -13,6 +13,7 @@
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/scheduler.cuh"
+#include "kernels/sm90/timeline_probe.cuh"
 #include "kernels/sm90/tma.cuh"
 
 namespace dhp::sm90 {
@@ -28,6 +29,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
                                              const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
   uint32_t kv = 0, tc = 0;
+  timeline::mark(0, 0);
   for (int32_t r = 0; r < sched.rounds(); ++r) {  // public schedule
     const int32_t t = sched.tile_of(r);
     if (t >= sched.total) continue;  // public: no tile for this CTA in the last round
@@ -50,6 +52,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
 #pragma unroll
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
         tma::load_4d(st.q + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full);
+      timeline::mark(0, 1);
     }
     for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
       const int s = kv % S;
@@ -61,11 +64,13 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
 #pragma unroll
         for (int cb = 0; cb < Traits::kColBlocks; ++cb)
           tma::load_4d(st.k[s] + cb * BN * 128, tm_k, cb * 64, n * BN, head_kv, tile.batch, &st.k_full[s]);
+        timeline::mark(0, 2 + 2 * it);
         tma::wait<true>(&st.v_empty[s], phase ^ 1);
         tma::arrive_expect_bytes(&st.v_full[s], Traits::kKVBytes);
 #pragma unroll
         for (int cb = 0; cb < Traits::kColBlocks; ++cb)
           tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, tile.batch, &st.v_full[s]);
+        timeline::mark(0, 3 + 2 * it);
       }
     }
     ++tc;
