@@ -54,6 +54,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int tid = threadIdx.x, wg_index = tid / 128;
   const TileScheduler<BM> sched(args);
 
+  timeline::mark(3, 0);  // TEST-ONLY probe (no code by default): kernel entry
   if (tid == 0) {
     // The tensor maps are kernel parameters, not data of an earlier kernel:
     // their descriptors can be fetched before the dependency wait below.
@@ -74,14 +75,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   __syncthreads();
   // Programmatic dependent launch (launch.cuh): the set-up above may overlap
   // the previous kernel in the stream; no thread touches global memory
-  // before that kernel has completed and its writes are visible. The next
-  // kernel may start its own set-up now (it waits the same way, so this is
-  // safe however early). Both are the same instructions in every launch.
-  pdl::wait_for_previous_grid();
+  // before that kernel has completed and its writes are visible: each role
+  // waits (griddepcontrol.wait) before its first global access -- the
+  // producer after decoding its first tile (producer.cuh), the consumers
+  // before their epilogue's stores. The next kernel may start its own set-up now (it waits the same
+  // way, so this is safe however early). The same instructions in every
+  // launch.
   pdl::allow_next_grid();
-#if DHP_SM90_CYCLE_PROBE  // TEST-ONLY diagnostic build (scripts/length-timing-diag.sh), never shipped
-  const uint64_t probe_cycles0 = clock64(), probe_ns0 = globaltimer_ns();
-#endif
 
   if (wg_index == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
@@ -89,6 +89,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
+#if DHP_SM90_CYCLE_PROBE  // TEST-ONLY diagnostic build (scripts/length-timing-diag.sh), never shipped
+  const uint64_t probe_cycles0 = clock64(), probe_ns0 = globaltimer_ns();
+#endif
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;
   const int warp_row0 = 64 * g + 16 * (wtid / 32);
   pingpong::begin<Traits::kConsumers>(g);
@@ -120,6 +123,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       asm volatile("bar.sync 1, %0;\n" ::"n"(Traits::kConsumerThreads) : "memory");
       stage_o = static_cast<uint32_t>(__cvta_generic_to_shared(st.q));
     }
+    // The consumers' only global accesses are the epilogue's stores: they
+    // wait here (at once after the first tile), so their own tile decode
+    // above overlaps the previous kernel too.
+    pdl::wait_for_previous_grid();
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
     sm80::write_output<T, 1, D / 8, 16, BM, D>(
         as_frag<D>(o), sm, L_q, args.scale_log2, sm80::SmemTile<BM, D>{stage_o}, warp_row0, m0 + warp_row0,

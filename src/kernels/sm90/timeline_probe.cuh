@@ -16,8 +16,9 @@ namespace dhp::sm90::timeline {
 
 // Consumer slots: 0 start, 1 Q landed, then per own key tile i: 2+3i K
 // landed, 3+3i S landed, 4+3i softmax done; 40 last P·V done, 42 epilogue
-// done. Producer: 0 start, 1 Q issued, 2+2t K issued,
-// 3+2t V issued.
+// done. Producer: 0 start, 1 Q issued, 2+2t K issued, 3+2t V issued, 40
+// first tile decoded, 41 q_empty passed, 42 Q bytes announced. Row 3 (each
+// warpgroup's leader): 0 kernel entry, 1 past the PDL wait.
 inline constexpr int kSlots = 44;
 #if DHP_SM90_TIMELINE
 static __device__ unsigned long long g_marks[4][kSlots];
@@ -31,7 +32,7 @@ __device__ __forceinline__ void report() {
   if (atomicAdd(&g_launches, 1u) != DHP_SM90_TIMELINE) return;
   const volatile unsigned long long* m = &g_marks[0][0];
   const long long t0 = static_cast<long long>(m[1 * kSlots]);
-  for (int r = 0; r < 3; ++r)
+  for (int r = 0; r < 4; ++r)
     for (int s = 0; s < kSlots; s += 4)
       printf("timeline row %d slot %2d: %lld %lld %lld %lld\n", r, s, static_cast<long long>(m[r * kSlots + s]) - t0,
              static_cast<long long>(m[r * kSlots + s + 1]) - t0, static_cast<long long>(m[r * kSlots + s + 2]) - t0,
