@@ -2,6 +2,7 @@
 // tokens, hidden 2048) and the floor configuration. Prints a table
 // and writes TSV rows (to --out FILE) for the comparison with PyTorch SDPA
 // made by scripts/sdpa_compare.py in the same run on the same GPU.
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -26,6 +27,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // --case rows, checked before anything runs: B,H,S,D[,causal[,graph]].
+  std::vector<std::array<long long, 6>> specs;
+  for (const std::string& spec : custom) {  // e.g. 16,8,1024,64,0,1 = B16 H8 S1024 D64 non-causal, graph replay
+    std::array<long long, 6> v = {0, 0, 0, 0, 0, 0};
+    const int n = std::sscanf(spec.c_str(), "%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    if (n < 4 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1) {
+      std::fprintf(stderr, "--case %s: want B,H,S,D[,causal[,graph]] with positive B, H, S, D\n", spec.c_str());
+      return 2;
+    }
+    specs.push_back(v);
+  }
   if (!testing::cuda_device_available()) {
     std::printf("skipped: no CUDA device\n");
     return 0;
@@ -41,42 +53,36 @@ int main(int argc, char** argv) {
     cases.push_back(c);
     graph_launches.push_back(graph);
   };
-  for (const std::string& spec : custom) {  // e.g. 16,8,1024,64,0,1 = B16 H8 S1024 D64 non-causal, graph replay
-    long long v[6] = {0, 0, 0, 0, 0, 0};
-    const int n = std::sscanf(spec.c_str(), "%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
-    if (n < 4 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1) {
-      std::fprintf(stderr, "--case %s: want B,H,S,D[,causal[,graph]] with positive B, H, S, D\n", spec.c_str());
-      return 2;
+  // The standard rows: the FA3 grid and the side figures.
+  auto add_grid = [&] {
+    add(DType::kFloat16, 4, 16, 4096, 128, false);  // the portable kernel's floor configuration
+    const std::vector<int64_t> seqs = quick ? std::vector<int64_t>{512, 4096}
+                                            : std::vector<int64_t>{512, 1024, 2048, 4096, 8192, 16384};
+    for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+      if (quick && dt == DType::kBFloat16) break;
+      for (int64_t D : {64, 128, 256})
+        for (bool causal : {false, true})
+          for (int64_t S : seqs) add(dt, 16384 / S, 2048 / D, S, D, causal);
     }
-    add(DType::kFloat16, v[0], v[1], v[2], v[3], v[4] != 0, testing::Lengths::kNone, v[5] != 0 ? 20 : 0);
-  }
-  if (!custom.empty()) only = nullptr;
-  if (custom.empty()) add(DType::kFloat16, 4, 16, 4096, 128, false);  // the portable kernel's floor configuration
-  const std::vector<int64_t> seqs = quick ? std::vector<int64_t>{512, 4096}
-                                          : std::vector<int64_t>{512, 1024, 2048, 4096, 8192, 16384};
-  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
-    if ((quick && dt == DType::kBFloat16) || !custom.empty()) break;
-    for (int64_t D : {64, 128, 256})
-      for (bool causal : {false, true})
-        for (int64_t S : seqs) add(dt, 16384 / S, 2048 / D, S, D, causal);
-  }
-  // The other figures: secret lengths (random; separate for q and k,
-  // shared when causal so the diagonal stays public) at S_max = 4096, D = 128
-  // -- compare with the dense rows above; and the small configuration per
-  // call as a CUDA graph replay.
-  // Each lengths row right after a dense run of the same shape: the ratio
-  // compares the two in the same thermal state (a dense row from the start
-  // of a 72-row run read 3-6 % faster than one taken at its end).
-  for (bool causal : {false, true}) {
-    if (!custom.empty()) break;
-    add(DType::kFloat16, 4, 16, 4096, 128, causal);
-    add(DType::kFloat16, 4, 16, 4096, 128, causal, causal ? testing::Lengths::kShared : testing::Lengths::kSeparate);
-  }
-  if (custom.empty()) add(DType::kFloat16, 1, 8, 512, 64, false, testing::Lengths::kNone, 20);
-  // With --only graph, the same launch at other lengths: the slope is the
-  // cost of a key tile on one CTA's chain, the intercept the fixed cost.
-  if (only != nullptr && !std::strcmp(only, "graph"))
-    for (int64_t S : {128, 256, 1024, 2048}) add(DType::kFloat16, 1, 8, S, 64, false, testing::Lengths::kNone, 20);
+    // The other figures: secret lengths (random; separate for q and k,
+    // shared when causal so the diagonal stays public) at S_max = 4096, D = 128
+    // -- compare with the dense rows above; and the small configuration per
+    // call as a CUDA graph replay.
+    // Each lengths row right after a dense run of the same shape: the ratio
+    // compares the two in the same thermal state (a dense row from the start
+    // of a 72-row run read 3-6 % faster than one taken at its end).
+    for (bool causal : {false, true}) {
+      add(DType::kFloat16, 4, 16, 4096, 128, causal);
+      add(DType::kFloat16, 4, 16, 4096, 128, causal, causal ? testing::Lengths::kShared : testing::Lengths::kSeparate);
+    }
+    add(DType::kFloat16, 1, 8, 512, 64, false, testing::Lengths::kNone, 20);
+    // With --only graph, the same launch at other lengths: the slope is the
+    // cost of a key tile on one CTA's chain, the intercept the fixed cost.
+    if (only != nullptr && !std::strcmp(only, "graph"))
+      for (int64_t S : {128, 256, 1024, 2048}) add(DType::kFloat16, 1, 8, S, 64, false, testing::Lengths::kNone, 20);
+  };
+  if (specs.empty()) add_grid();
+  for (const auto& v : specs) add(DType::kFloat16, v[0], v[1], v[2], v[3], v[4] != 0, testing::Lengths::kNone, v[5] != 0 ? 20 : 0);
   FILE* out = out_path ? std::fopen(out_path, "w") : nullptr;
   if (out) std::fprintf(out, "dtype\tB\tH\tS\tD\tcausal\tmedian_ms\tmin_ms\ttflops\tmode\n");
   std::printf("%-5s %3s %3s %6s %4s %6s %10s %8s\n", "dtype", "B", "H", "S", "D", "causal", "median_ms", "TFLOP/s");

@@ -90,6 +90,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
 #if DHP_SM90_CYCLE_PROBE  // TEST-ONLY diagnostic build (scripts/length-timing-diag.sh), never shipped
+  pdl::wait_for_previous_grid();  // the interval starts after the previous kernel, as in its recorded runs
   const uint64_t probe_cycles0 = clock64(), probe_ns0 = globaltimer_ns();
 #endif
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;

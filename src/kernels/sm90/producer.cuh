@@ -18,11 +18,6 @@
 
 namespace dhp::sm90 {
 
-// One thread of warp 0 issues every copy; the other producer threads walk
-// the same loop idle (an early return for them made ptxas spill 8 bytes in
-// two consumer instantiations). The tile loop and the ring position (kv: key
-// tiles issued so far by this CTA) follow the static schedule, so every
-// count is public.
 // A tile of the schedule as the producer needs it: decoded (integer
 // divisions, kernel parameters) one round ahead of its use.
 struct ProducerTile {
@@ -41,6 +36,11 @@ __device__ __forceinline__ ProducerTile producer_tile(const kernels::ForwardArgs
   return p;
 }
 
+// One thread of warp 0 issues every copy; the other producer threads walk
+// the same loop idle (an early return for them made ptxas spill 8 bytes in
+// two consumer instantiations). The tile loop and the ring position (kv: key
+// tiles issued so far by this CTA) follow the static schedule, so every
+// count is public.
 // The producer waits for the previous grid (programmatic dependent launch)
 // itself, after decoding its first tile: the decode (≈ 1000 cycles of
 // parameter loads and divisions, measured with DHP_SM90_TIMELINE) then runs
@@ -57,6 +57,10 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   // (tile_of grows with the round), so the loop needs no division for its
   // trip count. The first tile is decoded before the wait.
   ProducerTile cur = producer_tile<Traits>(args, sched, 0);
+  // Keeps the compiler front end from sinking the decode below the wait (an
+  // empty volatile asm that uses it; volatile asm keeps its order). ptxas
+  // sees no instruction here, so the SASS is what confirms it: the decode's
+  // MUFU.RCP sit before ACQBULK (docs/perf-log.md).
   asm volatile("" ::"r"(cur.t), "r"(cur.tile.m_block), "r"(cur.tile.head), "r"(cur.tile.batch), "r"(cur.head_kv),
                "r"(cur.n_end));
   pdl::wait_for_previous_grid();
@@ -66,8 +70,8 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     const int32_t n_end = cur.n_end;
     timeline::mark(0, 40);
     if (ptid == 0) {
-      // Only this thread needs the lengths; loaded before the wait so that
-      // their latency overlaps it.
+      // Only this thread needs the lengths; loaded before the q_empty wait
+      // so that their latency overlaps it.
       int32_t L_q = 0, L_k = 0;
       if constexpr (Traits::kHasLengths) kernels::load_lengths(args, tile.batch, L_q, L_k);
       // The consumers are done with the previous tile's Q (and, without a
@@ -85,22 +89,22 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         tma::load_4d(st.q + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full);
       timeline::mark(0, 1);
     }
+    // One K or V tile into its ring slot once the consumers have released it.
+    auto load_kv = [&](uint8_t* dst, const void* map, uint64_t* empty, uint64_t* full, uint32_t phase, int32_t n) {
+      tma::wait<true>(empty, phase ^ 1);
+      tma::arrive_expect_bytes(full, Traits::kKVBytes);
+#pragma unroll
+      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+        tma::load_4d(dst + cb * BN * 128, map, cb * 64, n * BN, head_kv, tile.batch, full);
+    };
     for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
       const int s = kv % S;
       const uint32_t phase = (kv / S) & 1;
       const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
       if (ptid == 0) {
-        tma::wait<true>(&st.k_empty[s], phase ^ 1);
-        tma::arrive_expect_bytes(&st.k_full[s], Traits::kKVBytes);
-#pragma unroll
-        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-          tma::load_4d(st.k[s] + cb * BN * 128, tm_k, cb * 64, n * BN, head_kv, tile.batch, &st.k_full[s]);
+        load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
         timeline::mark(0, 2 + 2 * it);
-        tma::wait<true>(&st.v_empty[s], phase ^ 1);
-        tma::arrive_expect_bytes(&st.v_full[s], Traits::kKVBytes);
-#pragma unroll
-        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-          tma::load_4d(st.v[s] + cb * BN * 128, tm_v, cb * 64, n * BN, head_kv, tile.batch, &st.v_full[s]);
+        load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);
         timeline::mark(0, 3 + 2 * it);
       }
     }

@@ -17,8 +17,9 @@ namespace dhp::sm90::timeline {
 // Consumer slots: 0 start, 1 Q landed, then per own key tile i: 2+3i K
 // landed, 3+3i S landed, 4+3i softmax done; 40 last P·V done, 42 epilogue
 // done. Producer: 0 start, 1 Q issued, 2+2t K issued, 3+2t V issued, 40
-// first tile decoded, 41 q_empty passed, 42 Q bytes announced. Row 3 (each
-// warpgroup's leader): 0 kernel entry, 1 past the PDL wait.
+// tile decoded and the PDL wait passed, 41 q_empty passed, 42 Q bytes
+// announced. Row 3: 0 kernel entry (every warpgroup's leader writes it;
+// with PDL on, a later launch may overwrite it before the report).
 inline constexpr int kSlots = 44;
 #if DHP_SM90_TIMELINE
 static __device__ unsigned long long g_marks[4][kSlots];
