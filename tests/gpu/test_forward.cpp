@@ -55,6 +55,10 @@ std::vector<Case> all_cases() {
   }
   // Long sequence.
   for (bool causal : {false, true}) cs.push_back(make(kF16, 1, 4097, 4097, 2, 2, 128, causal));
+  // D = 128 non-causal with S_k >= 2048 (the Hopper kernel's 160-key tiles),
+  // secret lengths and a partial last key tile.
+  cs.push_back(make(kBF16, 2, 2100, 2100, 2, 2, 128, false, Lengths::kSeparate));
+  cs.push_back(make(kF16, 2, 100, 3000, 4, 2, 128, false, Lengths::kOnlyK));
   // Batch 8 and GQA ratios 1, 4, 8.
   cs.push_back(make(kF16, 8, 257, 257, 8, 8, 128, false));
   cs.push_back(make(kBF16, 8, 257, 257, 8, 2, 64, true));

@@ -17,13 +17,14 @@ namespace dhp::sm80 {
 // a swizzled tile (only this warp reads or writes those rows from here on).
 // first_row: the warp's first query row in the sequence; L_q its (maybe
 // secret) length: rows i >= L_q are written as o = 0, lse = -inf.
-template <typename T, int MT, int NTO, int ROWS_PER_WARP, int BLOCK_ROWS, int D>
-__device__ __forceinline__ void write_output(float (&acc_o)[MT][NTO][4],
-                                             const OnlineSoftmax<MT>& sm,
-                                             int32_t L_q, float scale_log2,
-                                             SmemTile<BLOCK_ROWS, D> tile, int warp_row0,
-                                             int32_t first_row, int32_t seqlen_q, T* o_rows,
-                                             int64_t o_stride_seq, float* lse_rows, int lane) {
+//
+// finalize_rows: the arithmetic half, shared with the Hopper kernel (whose
+// stores go through TMA): O *= 1/l, empty / padded rows -> 0, and lse.
+template <int MT, int NTO>
+__device__ __forceinline__ void finalize_rows(float (&acc_o)[MT][NTO][4], const OnlineSoftmax<MT>& sm,
+                                              int32_t L_q, float scale_log2, int warp_row0,
+                                              int32_t first_row, int32_t seqlen_q, float* lse_rows,
+                                              int lane) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -51,7 +52,17 @@ __device__ __forceinline__ void write_output(float (&acc_o)[MT][NTO][4],
       if (lse_rows != nullptr && t == 0 && row < seqlen_q)  // public
         lse_rows[row_in_block] = lse;
     }
+}
 
+template <typename T, int MT, int NTO, int ROWS_PER_WARP, int BLOCK_ROWS, int D>
+__device__ __forceinline__ void write_output(float (&acc_o)[MT][NTO][4],
+                                             const OnlineSoftmax<MT>& sm,
+                                             int32_t L_q, float scale_log2,
+                                             SmemTile<BLOCK_ROWS, D> tile, int warp_row0,
+                                             int32_t first_row, int32_t seqlen_q, T* o_rows,
+                                             int64_t o_stride_seq, float* lse_rows, int lane) {
+  finalize_rows(acc_o, sm, L_q, scale_log2, warp_row0, first_row, seqlen_q, lse_rows, lane);
+  const int g = lane / 4, t = lane % 4;
   // Registers -> shared (this warp's rows), then coalesced 16-byte stores.
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)

@@ -5,7 +5,8 @@
 // setmaxnreg), ping-pong between the consumers (mainloop.cuh). Same
 // contract as the portable kernel: the key loop's trip count is public,
 // masking is by select (in every tile when lengths are secret), every output
-// row < S_q is written, and the epilogue is shared.
+// row < S_q is written; the epilogue's arithmetic (1/l, empty rows, lse) is
+// the portable kernel's, its stores are TMA stores (sm90/epilogue.cuh).
 #pragma once
 
 #include <cuda.h>
@@ -18,6 +19,7 @@
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/consumer_view.cuh"
+#include "kernels/sm90/epilogue.cuh"
 #include "kernels/sm90/mainloop.cuh"
 #include "kernels/sm90/producer.cuh"
 #include "kernels/sm90/scheduler.cuh"
@@ -42,7 +44,7 @@ template <typename Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     attention_forward_sm90(const __grid_constant__ kernels::ForwardArgs args,
                            const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                           const __grid_constant__ CUtensorMap tm_v) {
+                           const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using T = typename Traits::T;
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, D = Traits::kHeadDim, S = Traits::kStages;
@@ -61,6 +63,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     tma::prefetch_map(&tm_q);
     tma::prefetch_map(&tm_k);
     tma::prefetch_map(&tm_v);
+    tma::prefetch_map(&tm_o);
     tma::barrier_init(&st.q_full, 1);
     tma::barrier_init(&st.q_empty, Traits::kConsumerThreads);
 #pragma unroll
@@ -112,40 +115,39 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     int32_t L_q = args.seqlen_q;
     if constexpr (Traits::kHasLengths)
       asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_q) : "r"(view.lens_addr));
-    uint32_t stage_o;
+    const uint8_t* stage_o;
     if constexpr (Traits::kSeparateO) {
       // Every S GEMM of this tile has completed: the producer may load the
-      // next Q while this epilogue runs (each warp stages O in its own rows).
+      // next Q while this epilogue runs. Each warp stages O in its own rows
+      // of st.o, which its previous tile's TMA stores must have read.
       tma::arrive(&st.q_empty);
-      stage_o = static_cast<uint32_t>(__cvta_generic_to_shared(st.o));
-      __syncwarp();  // every lane's reads of the previous tile's staged O are done
+      stage_o = st.o;
+      epilogue::wait_staging_free(wtid % 32);
     } else {
       // Both consumer warpgroups are done with Q: its buffer stages O.
       asm volatile("bar.sync 1, %0;\n" ::"n"(Traits::kConsumerThreads) : "memory");
-      stage_o = static_cast<uint32_t>(__cvta_generic_to_shared(st.q));
+      stage_o = st.q;
     }
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode
     // above overlaps the previous kernel too.
     pdl::wait_for_previous_grid();
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
-    sm80::write_output<T, 1, D / 8, 16, BM, D>(
-        as_frag<D>(o), sm, L_q, args.scale_log2, sm80::SmemTile<BM, D>{stage_o}, warp_row0, m0 + warp_row0,
-        args.seqlen_q,
-        static_cast<T*>(args.o) + tile.batch * args.o_stride_batch + tile.head * args.o_stride_head +
-            static_cast<int64_t>(m0) * args.o_stride_seq,
-        args.o_stride_seq, args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+    sm80::finalize_rows(as_frag<D>(o), sm, L_q, args.scale_log2, warp_row0, m0 + warp_row0, args.seqlen_q,
+                        args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+    epilogue::store_rows_tma<T, BM, D>(as_frag<D>(o), stage_o, warp_row0, &tm_o, m0 + warp_row0, tile.head,
+                                       tile.batch, wtid % 32);
     timeline::mark(1 + g, 42);
     if constexpr (!Traits::kSeparateO) {
-      __syncwarp();
-      // The staged O was written through the generic proxy; the next Q lands
-      // in the same bytes through the async proxy (TMA): order the two.
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      tma::arrive(&st.q_empty);  // this thread's reads of the staged O are done
+      // The next Q lands in these bytes (TMA): this warp's stores must have
+      // read them before its threads release the buffer.
+      epilogue::wait_staging_free(wtid % 32);
+      tma::arrive(&st.q_empty);
     }
     ++tc;
   }
   pingpong::end<Traits::kConsumers>(g);
+  epilogue::wait_staging_free(wtid % 32);  // shared memory outlives the last stores' reads
   timeline::report();
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)

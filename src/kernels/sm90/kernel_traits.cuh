@@ -19,7 +19,7 @@
 #define DHP_SM90_STAGES64 2
 #endif
 #ifndef DHP_SM90_BN256
-#define DHP_SM90_BN256 64
+#define DHP_SM90_BN256 80
 #endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
@@ -48,9 +48,10 @@ struct Sm90Config<256> {
 };
 
 // NC_: consumer warpgroups (1, 2 or 3). D = 64 is built with all three
-// (launch.cuh picks by shape); the other head dims with 2.
-template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2>
-struct Sm90Traits : Sm90Config<D> {
+// (launch.cuh picks by shape); the other head dims with 2. BN_: key tile
+// width, Sm90Config's unless launch.cuh picks another by shape (D = 128).
+template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN>
+struct Sm90Traits {
   using T = T_;
   static constexpr int kHeadDim = D;
   static constexpr bool kHasLengths = HAS_LENGTHS_;
@@ -59,7 +60,8 @@ struct Sm90Traits : Sm90Config<D> {
   static constexpr int kConsumers = NC_;
   static constexpr int kConsumerThreads = 128 * kConsumers;
   static constexpr int kBlockM = 64 * kConsumers;
-  static constexpr int kBlockN = Sm90Config<D>::kBlockN;
+  static constexpr int kBlockN = BN_;
+  static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
   static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
@@ -78,6 +80,7 @@ struct Sm90Traits : Sm90Config<D> {
   static constexpr int kTileBytes = kQBytes + 2 * kStages * kKVBytes;
   static constexpr bool kSeparateO = kTileBytes + kQBytes + 2048 <= kSmemLimit;
   static constexpr int kOBytes = kSeparateO ? kQBytes : 16;
+  static_assert(kTileBytes + 1024 <= kSmemLimit, "Q and the K/V ring must fit in shared memory");
 };
 
 // Shared memory: tiles first (1024-B aligned), barriers and lengths last.

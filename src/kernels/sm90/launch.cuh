@@ -1,5 +1,5 @@
 // Launch template shared by the Hopper instantiation units: tensor maps for
-// Q, K, V (4-D: d, sequence, head, batch; 64-element boxes with the 128-byte
+// Q, K, V and O (4-D: d, sequence, head, batch; 64-element boxes with the 128-byte
 // swizzle), shared-memory size, grid.
 #pragma once
 #include <cuda_runtime.h>
@@ -51,13 +51,16 @@ template <typename Traits>
 cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream) {
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim;
-  CUtensorMap tq, tk, tv;
+  CUtensorMap tq, tk, tv, to;
   if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
                    Traits::kBlockM) ||
       !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
                    Traits::kBlockN) ||
       !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch,
-                   Traits::kBlockN))
+                   Traits::kBlockN) ||
+      // O: one warp's 16 rows per store (sm90/epilogue.cuh); rows >= S_q clipped.
+      !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
+                   16))
     return cudaErrorNotSupported;
   auto* kernel = &attention_forward_sm90<Traits>;
   constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
@@ -101,7 +104,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = pdl_env != nullptr && std::strcmp(pdl_env, "0") == 0 ? 0 : 1;
-  return cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv);
+  return cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv, to);
 }
 
 template <typename Traits>
@@ -155,6 +158,18 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     if (rows == 192) return launch_forward<Sm90Traits<T, D, LENGTHS, 3>>(a, s);
     if (rows == 64) return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS, 2>>(a, s);
+  } else if constexpr (D == 128) {
+    // D = 128, non-causal, S_k >= 2048: 160-key tiles (five S registers per
+    // thread more than 128, a K/V ring of 2 x 2 x 40 KB) issue fewer, longer
+    // wgmmas per key and were 1-4 % faster at S_k 2048-16384 in an
+    // interleaved A/B; shorter or causal shapes lose up to 5 % to the
+    // partial last tile and the diagonal (docs/perf-log.md). The choice
+    // depends on public shapes only, never on the batch size.
+    static const char* bn_env = std::getenv("DHP_SM90_D128_BN");
+    int bn = !a.causal && a.seqlen_k >= 2048 ? 160 : 128;
+    if (bn_env != nullptr) bn = std::atoi(bn_env);
+    if (bn == 160) return launch_forward<Sm90Traits<T, D, LENGTHS, 2, 160>>(a, s);
+    return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);
   } else {
     return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);
   }

@@ -72,6 +72,29 @@ __device__ __forceinline__ void load_4d(void* smem_dst, const void* tensor_map, 
                                   bar);
 }
 
+// 4-D tile copy shared -> global (the epilogue's O). Rows outside the
+// tensor's public extent are not written: the copy engine clips the box, so
+// no bounds branch is needed. The source must have been written through the
+// generic proxy and made visible with fence_generic_to_async() first.
+__device__ __forceinline__ void store_4d(const void* tensor_map, const void* smem_src, int32_t c0, int32_t c1,
+                                         int32_t c2, int32_t c3) {
+  const int32_t coords[4] = {c0, c1, c2, c3};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tensor_map, coords, smem_src);
+}
+// Closes this thread's outstanding bulk stores into one group.
+__device__ __forceinline__ void store_commit() { cuda::ptx::cp_async_bulk_commit_group(); }
+// Waits until at most N of this thread's store groups still read shared
+// memory (their source bytes may then be overwritten).
+template <int N>
+__device__ __forceinline__ void store_wait_read() {
+  cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<N>{});
+}
+// Orders this thread's generic-proxy shared-memory writes before later
+// async-proxy (TMA) accesses of the same bytes.
+__device__ __forceinline__ void fence_generic_to_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 }  // namespace dhp::sm90::tma
 
 namespace dhp::sm90::pdl {
