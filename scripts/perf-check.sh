@@ -7,6 +7,7 @@
 #   KERNELS="hopper portable" TEST_KERNELS="hopper" scripts/perf-check.sh [--quick]
 # An entry may carry extra environment for an A/B run:
 #   KERNELS="hopper hopper:DHP_SM90_GRID=tiles,DHP_SM90_ORDER=2"
+# BENCH_ARGS replaces the benchmark arguments (e.g. "--case 1,8,512,64,0,1").
 # Logs go to $OUT (or ./perf-check-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ tsvs=()
 for entry in $kernels; do
   k="${entry%%:*}"; extra=""; [ "$k" != "$entry" ] && extra="${entry#*:}"
   tag="$(echo "$entry" | tr ':,=' '_._')"
-  env DHP_KERNEL="$k" ${extra//,/ } timeout 300 build/hopper/tools/dhp_bench ${1:-} --out "$out/bench-$tag.tsv" \
+  env DHP_KERNEL="$k" ${extra//,/ } timeout 300 build/hopper/tools/dhp_bench ${BENCH_ARGS:-${1:-}} --out "$out/bench-$tag.tsv" \
     > "$out/bench-$tag.log" 2>&1 || { echo "bench ($entry) failed:"; tail -5 "$out/bench-$tag.log"; rc=1; }
   tsvs+=("$tag=$out/bench-$tag.tsv")
 done
