@@ -13,13 +13,11 @@
 
 namespace dhp::sm80 {
 
-// acc_o: the warp's O accumulator; `smem_rows` is this warp's own slice of
-// a swizzled tile (only this warp reads or writes those rows from here on).
-// first_row: the warp's first query row in the sequence; L_q its (maybe
-// secret) length: rows i >= L_q are written as o = 0, lse = -inf.
-//
 // finalize_rows: the arithmetic half, shared with the Hopper kernel (whose
 // stores go through TMA): O *= 1/l, empty / padded rows -> 0, and lse.
+// acc_o: the warp's O accumulator; first_row: the warp's first query row in
+// the sequence; L_q its (maybe secret) length: rows i >= L_q get o = 0,
+// lse = -inf.
 template <int MT, int NTO>
 __device__ __forceinline__ void finalize_rows(float (&acc_o)[MT][NTO][4], const OnlineSoftmax<MT>& sm,
                                               int32_t L_q, float scale_log2, int warp_row0,
@@ -54,6 +52,8 @@ __device__ __forceinline__ void finalize_rows(float (&acc_o)[MT][NTO][4], const 
     }
 }
 
+// write_output: finalize_rows, then the stores. `tile` holds this warp's own
+// rows of a swizzled tile (only this warp reads or writes them from here on).
 template <typename T, int MT, int NTO, int ROWS_PER_WARP, int BLOCK_ROWS, int D>
 __device__ __forceinline__ void write_output(float (&acc_o)[MT][NTO][4],
                                              const OnlineSoftmax<MT>& sm,

@@ -20,7 +20,6 @@
 
 #include "kernels/sm80/warp_mma.cuh"
 #include "kernels/sm90/tma.cuh"
-#include "kernels/sm90/wgmma.cuh"
 
 namespace dhp::sm90::epilogue {
 
@@ -33,8 +32,9 @@ __device__ __forceinline__ void wait_staging_free(int lane) {
 // Stages this warp's 16 rows of O (fp32 accumulator, wgmma fragment as
 // [1][D/8][4]) as T and stores them at rows row0.. of (head, batch).
 // stage: the staging tile in shared memory (BM rows, D / 64 column blocks
-// of BM x 128 B, 1024-byte aligned); warp_row0: the warp's first row in it (a multiple of
-// 16, so each lane's row % 8 is its own and the swizzle is per lane).
+// of BM x 128 B, 1024-byte aligned); warp_row0: the warp's first row in it
+// (a multiple of 16, so each lane's row % 8 is its own and the swizzle is
+// per lane).
 template <typename T, int BM, int D>
 __device__ __forceinline__ void store_rows_tma(const float (&o)[1][D / 8][4], const uint8_t* stage, int warp_row0,
                                                const void* tm_o, int32_t row0, int32_t head, int32_t batch,

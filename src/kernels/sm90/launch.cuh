@@ -159,11 +159,11 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     if (rows == 64) return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS, 2>>(a, s);
   } else if constexpr (D == 128) {
-    // D = 128, non-causal, S_k >= 2048: 160-key tiles (five S registers per
-    // thread more than 128, a K/V ring of 2 x 2 x 40 KB) issue fewer, longer
-    // wgmmas per key and were 1-4 % faster at S_k 2048-16384 in an
-    // interleaved A/B; shorter or causal shapes lose up to 5 % to the
-    // partial last tile and the diagonal (docs/perf-log.md). The choice
+    // D = 128, non-causal, S_k >= 2048: 160-key tiles (S 80 and P 40
+    // registers per thread instead of 64 and 32; a K/V ring of 2 x 2 x 40 KB)
+    // issue fewer, longer wgmmas per key and were 1-4.5 % faster at S_k
+    // 2048-16384 in an interleaved A/B; shorter shapes lose 3-13 % to the
+    // partial last tile, causal S1024 5 % (docs/perf-log.md). The choice
     // depends on public shapes only, never on the batch size.
     static const char* bn_env = std::getenv("DHP_SM90_D128_BN");
     int bn = !a.causal && a.seqlen_k >= 2048 ? 160 : 128;

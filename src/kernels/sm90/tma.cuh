@@ -91,9 +91,7 @@ __device__ __forceinline__ void store_wait_read() {
 }
 // Orders this thread's generic-proxy shared-memory writes before later
 // async-proxy (TMA) accesses of the same bytes.
-__device__ __forceinline__ void fence_generic_to_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
+__device__ __forceinline__ void fence_generic_to_async() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
 
 }  // namespace dhp::sm90::tma
 
