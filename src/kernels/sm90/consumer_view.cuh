@@ -49,7 +49,9 @@ struct ConsumerView {
   const Range& range;
   int g, lane;
   int32_t m0, first_row;
-  uint32_t lens_addr, q_base;
+  uint32_t lens_addr;
+  int q_buf;         // this tile's Q buffer (st.q[q_buf], q_full/q_empty[q_buf])
+  uint32_t q_base;   // shared address of this warpgroup's 64 rows of it
   uint32_t kv0;      // key tiles this CTA consumed before this tile (ring position)
   uint32_t q_phase;  // parity of this tile's q_full phase
 
@@ -64,9 +66,10 @@ struct ConsumerView {
         m0(m0_),
         first_row(m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
         lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens[tile_count & 1]))),
-        q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q)) + 64 * g_ * 128),
+        q_buf(tile_count % Traits::kQStages),
+        q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q[q_buf])) + 64 * g_ * 128),
         kv0(kv0_),
-        q_phase(tile_count & 1) {}
+        q_phase((tile_count / Traits::kQStages) & 1) {}
 
   // Ring slot and barrier parity of the tile's it-th key tile.
   __device__ __forceinline__ int stage(int32_t it) const { return (kv0 + it) % S; }

@@ -32,6 +32,18 @@
 
 namespace dhp::sm90 {
 
+// Named barriers: 0 is __syncthreads, 2-4 the consumers' ping-pong turns
+// (mainloop.cuh), 5-7 consumer warpgroup g's own sync (128 threads). The id
+// is an immediate per warpgroup: computed ids made ptxas spill at D = 256.
+__device__ __forceinline__ void consumer_warpgroup_sync(int g) {
+  if (g == 0)  // public: warpgroup index
+    asm volatile("bar.sync 5, 128;\n" ::: "memory");
+  else if (g == 1)
+    asm volatile("bar.sync 6, 128;\n" ::: "memory");
+  else
+    asm volatile("bar.sync 7, 128;\n" ::: "memory");
+}
+
 #if DHP_SM90_CYCLE_PROBE
 __device__ __forceinline__ uint64_t globaltimer_ns() {
   uint64_t t;
@@ -64,8 +76,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     tma::prefetch_map(&tm_k);
     tma::prefetch_map(&tm_v);
     tma::prefetch_map(&tm_o);
-    tma::barrier_init(&st.q_full, 1);
-    tma::barrier_init(&st.q_empty, Traits::kConsumerThreads);
+#pragma unroll
+    for (int b = 0; b < Traits::kQStages; ++b) {
+      tma::barrier_init(&st.q_full[b], 1);
+      tma::barrier_init(&st.q_empty[b], Traits::kConsumerThreads);
+    }
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
@@ -115,19 +130,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     int32_t L_q = args.seqlen_q;
     if constexpr (Traits::kHasLengths)
       asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_q) : "r"(view.lens_addr));
-    const uint8_t* stage_o;
-    if constexpr (Traits::kSeparateO) {
-      // Every S GEMM of this tile has completed: the producer may load the
-      // next Q while this epilogue runs. Each warp stages O in its own rows
-      // of st.o, which its previous tile's TMA stores must have read.
-      tma::arrive(&st.q_empty);
-      stage_o = st.o;
-      epilogue::wait_staging_free(wtid % 32);
-    } else {
-      // Both consumer warpgroups are done with Q: its buffer stages O.
-      asm volatile("bar.sync 1, %0;\n" ::"n"(Traits::kConsumerThreads) : "memory");
-      stage_o = st.q;
-    }
+    // This warpgroup's S GEMMs, the only readers of its 64 rows of Q, are
+    // complete in all four of its warps (the barrier): its warps stage O
+    // there. The other warpgroup may still be computing on its own rows.
+    consumer_warpgroup_sync(g);
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode
     // above overlaps the previous kernel too.
@@ -135,19 +141,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
     sm80::finalize_rows(as_frag<D>(o), sm, L_q, args.scale_log2, warp_row0, m0 + warp_row0, args.seqlen_q,
                         args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
-    epilogue::store_rows_tma<T, BM, D>(as_frag<D>(o), stage_o, warp_row0, &tm_o, m0 + warp_row0, tile.head,
-                                       tile.batch, wtid % 32);
+    epilogue::store_rows_tma<T, BM, D>(as_frag<D>(o), st.q[view.q_buf], warp_row0, &tm_o, m0 + warp_row0,
+                                       tile.head, tile.batch, wtid % 32);
     timeline::mark(1 + g, 42);
-    if constexpr (!Traits::kSeparateO) {
-      // The next Q lands in these bytes (TMA): this warp's stores must have
-      // read them before its threads release the buffer.
-      epilogue::wait_staging_free(wtid % 32);
-      tma::arrive(&st.q_empty);
-    }
+    // A later tile's Q lands in these bytes (TMA): this warp's stores must
+    // have read them before its threads release the buffer.
+    epilogue::wait_staging_free(wtid % 32);
+    tma::arrive(&st.q_empty[view.q_buf]);
     ++tc;
   }
   pingpong::end<Traits::kConsumers>(g);
-  epilogue::wait_staging_free(wtid % 32);  // shared memory outlives the last stores' reads
+  // Every tile already waited for its stores' reads, so this returns at
+  // once; it stays because without it ptxas spilled 40-48 bytes at D = 256.
+  epilogue::wait_staging_free(wtid % 32);
   timeline::report();
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)

@@ -73,27 +73,28 @@ struct Sm90Traits {
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : DHP_SM90_PRODUCER_REGS;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
-  // O is staged for its global store in a buffer of its own when it fits, so
-  // the next tile's Q can land while this tile's epilogue runs; otherwise
-  // (D = 256) in the Q buffer, and the next Q waits for the epilogue.
+  // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
+  // so the producer loads the next tile's Q -- and, behind it, that tile's
+  // first K/V -- while this tile runs; one at D = 256 (64 KB per Q tile),
+  // where the next Q waits for this tile's epilogue. O is staged for its
+  // TMA store in the tile's own Q buffer, each warpgroup in its own 64 rows
+  // (which only its own S GEMMs read), so no buffer of its own is needed.
   static constexpr int kSmemLimit = 227 * 1024;
-  static constexpr int kTileBytes = kQBytes + 2 * kStages * kKVBytes;
-  static constexpr bool kSeparateO = kTileBytes + kQBytes + 2048 <= kSmemLimit;
-  static constexpr int kOBytes = kSeparateO ? kQBytes : 16;
-  static_assert(kTileBytes + 1024 <= kSmemLimit, "Q and the K/V ring must fit in shared memory");
+  static constexpr int kRingBytes = 2 * kStages * kKVBytes;
+  static constexpr int kQStages = 2 * kQBytes + kRingBytes + 1024 <= kSmemLimit ? 2 : 1;
+  static_assert(kQBytes + kRingBytes + 1024 <= kSmemLimit, "Q and the K/V ring must fit in shared memory");
 };
 
 // Shared memory: tiles first (1024-B aligned), barriers and lengths last.
 template <typename Traits>
 struct SharedStorage {
-  alignas(1024) uint8_t q[Traits::kQBytes];  // stages O too unless kSeparateO
+  alignas(1024) uint8_t q[Traits::kQStages][Traits::kQBytes];  // Q, then the tile's O staging
   alignas(1024) uint8_t k[Traits::kStages][Traits::kKVBytes];
   alignas(1024) uint8_t v[Traits::kStages][Traits::kKVBytes];
-  alignas(1024) uint8_t o[Traits::kOBytes];  // O staging (kSeparateO)
-  alignas(8) uint64_t q_full, q_empty;       // per tile: Q landed / Q buffer free
+  alignas(8) uint64_t q_full[Traits::kQStages], q_empty[Traits::kQStages];  // Q landed / buffer free
   uint64_t k_full[Traits::kStages], k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
-  int32_t lens[2][2];                 // per tile parity: L_q, L_k (secret; clamped)
+  int32_t lens[2][2];  // per tile parity: L_q, L_k (secret; clamped)
 };
 
 }  // namespace dhp::sm90

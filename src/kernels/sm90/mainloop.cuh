@@ -132,7 +132,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   timeline::mark(1 + g, 0);
-  tma::wait<true>(&st.q_full, view.q_phase);
+  tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
   timeline::mark(1 + g, 1);
   const int32_t n_tiles = view.range.n_end;  // public
   if (n_tiles > 0) {

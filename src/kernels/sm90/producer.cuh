@@ -74,19 +74,22 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       // so that their latency overlaps it.
       int32_t L_q = 0, L_k = 0;
       if constexpr (Traits::kHasLengths) kernels::load_lengths(args, tile.batch, L_q, L_k);
-      // The consumers are done with the previous tile's Q (and, without a
-      // separate O buffer, with its epilogue).
-      tma::wait<true>(&st.q_empty, (tc & 1) ^ 1);  // a fresh barrier passes parity 1 at once
+      // Q buffer b was last used by tile tc - kQStages: its consumers are
+      // done with it, epilogue (O staged there) included. With two buffers
+      // that tile finished long ago, so this Q and the K/V issued after it
+      // load while the previous tile still runs.
+      const int b = tc % Traits::kQStages;
+      tma::wait<true>(&st.q_empty[b], ((tc / Traits::kQStages) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
       timeline::mark(0, 41);
       if constexpr (Traits::kHasLengths) {  // published by q_full's arrive (release)
-        st.lens[tc & 1][0] = L_q;
+        st.lens[tc & 1][0] = L_q;  // tile tc - 2 read this slot: done (q_empty above)
         st.lens[tc & 1][1] = L_k;
       }
-      tma::arrive_expect_bytes(&st.q_full, Traits::kQBytes);
+      tma::arrive_expect_bytes(&st.q_full[b], Traits::kQBytes);
       timeline::mark(0, 42);
 #pragma unroll
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-        tma::load_4d(st.q + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full);
+        tma::load_4d(st.q[b] + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
       timeline::mark(0, 1);
     }
     // One K or V tile into its ring slot once the consumers have released it.
