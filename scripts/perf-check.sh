@@ -20,7 +20,7 @@ start=$(date +%s)
 cmake --preset hopper -DDHP_BUILD_PYTHON=OFF > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
 cmake --build --preset hopper -j 16 --target dhp_gpu_tests dhp_bench > "$out/build.log" 2>&1 ||
   { grep -E "error" "$out/build.log" | head -30; exit 1; }
-echo "build: $(( $(date +%s) - start )) s; spills: $(grep -cE '[1-9][0-9]* bytes spill' "$out/build.log")"
+echo "build: $(( $(date +%s) - start )) s; spills: $(grep -cE '[1-9][0-9]* bytes spill' "$out/build.log"); wgmma serialised (C751x): $(grep -c 'C751[0-9]' "$out/build.log")"
 rc=0
 for entry in $test_kernels; do
   k="${entry%%:*}"; extra=""; [ "$k" != "$entry" ] && extra="${entry#*:}"

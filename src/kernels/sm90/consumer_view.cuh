@@ -54,6 +54,7 @@ struct ConsumerView {
   uint32_t q_base;   // shared address of this warpgroup's 64 rows of it
   uint32_t kv0;      // key tiles this CTA consumed before this tile (ring position)
   uint32_t q_phase;  // parity of this tile's q_full phase
+  uint32_t tc;       // tiles this CTA ran before this one
 
   __device__ __forceinline__ ConsumerView(SharedStorage<Traits>& st_, const kernels::ForwardArgs& args_,
                                           const Range& range_, int32_t m0_, int g_, int wtid, uint32_t kv0_,
@@ -69,7 +70,8 @@ struct ConsumerView {
         q_buf(tile_count % Traits::kQStages),
         q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q[q_buf])) + 64 * g_ * 128),
         kv0(kv0_),
-        q_phase((tile_count / Traits::kQStages) & 1) {}
+        q_phase((tile_count / Traits::kQStages) & 1),
+        tc(tile_count) {}
 
   // Ring slot and barrier parity of the tile's it-th key tile.
   __device__ __forceinline__ int stage(int32_t it) const { return (kv0 + it) % S; }

@@ -32,6 +32,20 @@
 
 namespace dhp::sm90 {
 
+// A consumer's tile of the static schedule, decoded (integer divisions;
+// t >= sched.total: none, public).
+template <typename Traits>
+struct ConsumerTile {
+  int32_t t = 0, m0 = 0;
+  Tile tile{};
+  ConsumerTile() = default;
+  __device__ __forceinline__ ConsumerTile(const kernels::ForwardArgs& args, const TileScheduler<Traits::kBlockM>& sched,
+                                          int32_t r)
+      : t(sched.tile_of(r)), tile(sched.decode(t)) {
+    m0 = tile.m_block * Traits::kBlockM;
+  }
+};
+
 // Named barriers: 0 is __syncthreads, 2-4 the consumers' ping-pong turns
 // (mainloop.cuh), 5-7 consumer warpgroup g's own sync (128 threads). The id
 // is an immediate per warpgroup: computed ids made ptxas spill at D = 256.
@@ -114,17 +128,35 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;
   const int warp_row0 = 64 * g + 16 * (wtid / 32);
   pingpong::begin<Traits::kConsumers>(g);
+  // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
+  // while it is below the total, and the next tile is decoded during this
+  // one (under the tail's P·V).
+  ConsumerTile<Traits> cur(args, sched, 0), next;
   uint32_t kv = 0, tc = 0;
-  for (int32_t r = 0; r < sched.rounds(); ++r) {  // public schedule
-    const int32_t t = sched.tile_of(r);
-    if (t >= sched.total) continue;  // public: no tile for this CTA in the last round
-    const Tile tile = sched.decode(t);
-    const int32_t m0 = tile.m_block * BM;
+  for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
+    timeline::tile(1 + g, tc, 0);
+    const Tile tile = cur.tile;
+    const int32_t m0 = cur.m0;
     const sm80::KeyTileRange<BM, BN> range(args, m0);
     const ConsumerView<Traits> view(st, args, range, m0, g, wtid, kv, tc);
+    timeline::tile(1 + g, tc, 1);
     float o[D / 2];
     sm80::OnlineSoftmax<1> sm;
-    run_consumer<Traits>(view, o, sm);
+    // With two Q buffers, the previous tile's buffer is released here, while
+    // this tile's first S GEMM runs: its O stores have had a whole GEMM to
+    // read the staging rows, and the producer needs the buffer only for the
+    // tile after this one. (One buffer: released at the end of its tile,
+    // below, as the next tile's Q loads into it.)
+    auto release_previous_q = [&] {
+      if constexpr (Traits::kQStages == 2) {
+        if (tc > 0) {  // public
+          epilogue::wait_staging_free(wtid % 32);
+          tma::arrive(&st.q_empty[(tc - 1) % 2]);
+        }
+      }
+    };
+    auto decode_next = [&] { next = ConsumerTile<Traits>(args, sched, r + 1); };
+    run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
     kv += range.n_end;
 
     int32_t L_q = args.seqlen_q;
@@ -134,6 +166,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // complete in all four of its warps (the barrier): its warps stage O
     // there. The other warpgroup may still be computing on its own rows.
     consumer_warpgroup_sync(g);
+    timeline::tile(1 + g, tc, 4);
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode
     // above overlaps the previous kernel too.
@@ -141,20 +174,23 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
     sm80::finalize_rows(as_frag<D>(o), sm, L_q, args.scale_log2, warp_row0, m0 + warp_row0, args.seqlen_q,
                         args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+    timeline::tile(1 + g, tc, 5);
     epilogue::store_rows_tma<T, BM, D>(as_frag<D>(o), st.q[view.q_buf], warp_row0, &tm_o, m0 + warp_row0,
                                        tile.head, tile.batch, wtid % 32);
     timeline::mark(1 + g, 42);
-    // A later tile's Q lands in these bytes (TMA): this warp's stores must
-    // have read them before its threads release the buffer.
-    epilogue::wait_staging_free(wtid % 32);
-    tma::arrive(&st.q_empty[view.q_buf]);
+    timeline::tile(1 + g, tc, 6);
+    if constexpr (Traits::kQStages == 1) {
+      // The next Q lands in these bytes (TMA): this warp's stores must have
+      // read them before its threads release the buffer.
+      epilogue::wait_staging_free(wtid % 32);
+      tma::arrive(&st.q_empty[0]);
+    }
+    timeline::tile(1 + g, tc, 7);
     ++tc;
+    cur = next;
   }
   pingpong::end<Traits::kConsumers>(g);
-  // Every tile already waited for its stores' reads, so this returns at
-  // once; it stays because without it ptxas spilled 40-48 bytes at D = 256.
-  epilogue::wait_staging_free(wtid % 32);
-  timeline::report();
+  epilogue::wait_staging_free(wtid % 32);  // shared memory outlives the last stores' reads
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)
   // first two key lengths so that the analysis can tell the classes apart.

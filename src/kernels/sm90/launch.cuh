@@ -104,7 +104,9 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = pdl_env != nullptr && std::strcmp(pdl_env, "0") == 0 ? 0 : 1;
-  return cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv, to);
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv, to);
+  timeline::after_launch(stream);  // TEST-ONLY probe builds; nothing otherwise
+  return err;
 }
 
 template <typename Traits>

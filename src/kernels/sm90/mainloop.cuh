@@ -64,9 +64,15 @@ __device__ __forceinline__ void end(int g) {
 }
 }  // namespace pingpong
 
-template <typename Traits, typename View = ConsumerView<Traits>>
+// One tile of a consumer warpgroup. Two callables run where this warpgroup
+// would otherwise only wait for its own GEMM, so that their latency hides
+// under it: after_first_issue() once the tile's first S GEMM is issued,
+// before_tail_wait() once its last P·V is issued. Both run exactly once per
+// tile (in order, at once, for a tile without key tiles).
+template <typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
 __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2],
-                                                        sm80::OnlineSoftmax<1>& out_sm) {
+                                             sm80::OnlineSoftmax<1>& out_sm, AfterFirstIssue&& after_first_issue,
+                                             BeforeTailWait&& before_tail_wait) {
   using T = typename View::T;
   constexpr int BM = View::BM, BN = View::BN, D = View::D;
   constexpr DType DT = View::DT;
@@ -134,6 +140,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   timeline::mark(1 + g, 0);
   tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
   timeline::mark(1 + g, 1);
+  timeline::tile(1 + g, view.tc, 2);
   const int32_t n_tiles = view.range.n_end;  // public
   if (n_tiles > 0) {
     // Prologue: S for the first key tile (n = n_tiles - 1).
@@ -144,10 +151,12 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::fence();
     issue_qk(view.stage(0));
     pingpong::pass_turn<Traits::kConsumers>(g);
+    after_first_issue();
     wg::wait<0>();
     wg::fence_operands(sacc);
     tma::arrive(&st.k_empty[view.stage(0)]);
     timeline::mark(1 + g, 3);
+    timeline::tile(1 + g, view.tc, 3);
     scores_to_p(n_tiles - 1);
     timeline::mark(1 + g, 4);
     // Intra-warpgroup overlap (kIntraOverlap): each iteration ends with the
@@ -212,11 +221,15 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::fence();
     issue_pv(sp);
     pingpong::pass_turn<Traits::kConsumers>(g);
+    before_tail_wait();
     wg::wait<0>();
     wg::fence_operands(o);
     wg::fence_operands(p);
     tma::arrive(&st.v_empty[sp]);
     timeline::mark(1 + g, 40);
+  } else {  // public: no key tile
+    after_first_issue();
+    before_tail_wait();
   }
   sm.export_to(out_sm);
 }

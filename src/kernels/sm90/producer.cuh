@@ -69,6 +69,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     const int32_t m0 = tile.m_block * BM, head_kv = cur.head_kv;
     const int32_t n_end = cur.n_end;
     timeline::mark(0, 40);
+    timeline::tile(0, tc, 0);
     if (ptid == 0) {
       // Only this thread needs the lengths; loaded before the q_empty wait
       // so that their latency overlaps it.
@@ -81,6 +82,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       const int b = tc % Traits::kQStages;
       tma::wait<true>(&st.q_empty[b], ((tc / Traits::kQStages) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
       timeline::mark(0, 41);
+      timeline::tile(0, tc, 1);
       if constexpr (Traits::kHasLengths) {  // published by q_full's arrive (release)
         st.lens[tc & 1][0] = L_q;  // tile tc - 2 read this slot: done (q_empty above)
         st.lens[tc & 1][1] = L_k;
@@ -91,6 +93,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       for (int cb = 0; cb < Traits::kColBlocks; ++cb)
         tma::load_4d(st.q[b] + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
       timeline::mark(0, 1);
+      timeline::tile(0, tc, 2);
     }
     // One K or V tile into its ring slot once the consumers have released it.
     auto load_kv = [&](uint8_t* dst, const void* map, uint64_t* empty, uint64_t* full, uint32_t phase, int32_t n) {
@@ -107,8 +110,10 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       if (ptid == 0) {
         load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
         timeline::mark(0, 2 + 2 * it);
+        if (it == 0) timeline::tile(0, tc, 3);
         load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);
         timeline::mark(0, 3 + 2 * it);
+        if (it == n_end - 1) timeline::tile(0, tc, 4);
       }
     }
     ++tc;

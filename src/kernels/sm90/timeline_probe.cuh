@@ -1,9 +1,14 @@
 // TEST-ONLY timeline of one CTA (DHP_SM90_TIMELINE=N, never set in a shipped
 // build): the leader thread of each warpgroup of CTA 0 stamps clock64 at
-// named points (row 0 = producer, 1 + g = consumer g), and the N-th launch
-// prints the stamps relative to consumer 0's start. Used to see where a
-// small launch's time goes (docs/perf-log.md).
+// named points (row 0 = producer, 1 + g = consumer g), and after the N-th
+// launch a separate one-thread kernel prints the stamps relative to
+// consumer 0's start. The print is a kernel of its own because a printf in
+// the attention kernel makes ptxas serialise its wgmma pipeline (C7510),
+// which would time a different kernel. Used to see where a launch's time
+// goes (docs/perf-log.md).
 #pragma once
+
+#include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -14,34 +19,50 @@
 
 namespace dhp::sm90::timeline {
 
-// Consumer slots: 0 start, 1 Q landed, then per own key tile i: 2+3i K
-// landed, 3+3i S landed, 4+3i softmax done; 40 last P·V done, 42 epilogue
-// done. Producer: 0 start, 1 Q issued, 2+2t K issued, 3+2t V issued, 40
-// tile decoded and the PDL wait passed, 41 q_empty passed, 42 Q bytes
-// announced. Row 3: 0 kernel entry (every warpgroup's leader writes it;
-// with PDL on, a later launch may overwrite it before the report).
-inline constexpr int kSlots = 44;
+// mark(): consumer slots: 0 start, 1 Q landed, then per own key tile i:
+// 2+3i K landed, 3+3i S landed, 4+3i softmax done; 40 last P·V done, 42
+// epilogue done. Producer: 0 start, 1 Q issued, 2+2t K issued, 3+2t V
+// issued, 40 tile decoded and the PDL wait passed, 41 q_empty passed, 42 Q
+// bytes announced. Row 3: 0 kernel entry. Later tiles overwrite earlier ones.
+// tile(): the tile boundary, per tile tc < kTiles of CTA 0 (events below).
+inline constexpr int kSlots = 44, kTiles = 12, kEvents = 8;
+// Consumer events: 0 loop top, 1 tile decoded, 2 Q landed, 3 first S landed,
+// 4 last P·V done, 5 O normalised, 6 O stores issued, 7 staging read (Q
+// buffer released). Producer: 0 loop top, 1 q_empty passed, 2 Q issued,
+// 3 first K issued, 4 last V issued.
 #if DHP_SM90_TIMELINE
 static __device__ unsigned long long g_marks[4][kSlots];
-static __device__ unsigned g_launches;
+static __device__ unsigned long long g_tiles[4][kTiles][kEvents];
 __device__ __forceinline__ void mark(int row, int slot) {
   if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && slot < kSlots) g_marks[row][slot] = clock64();
 }
-__device__ __forceinline__ void report() {
-  if (blockIdx.x != 0 || threadIdx.x != 128) return;
-  __threadfence();
-  if (atomicAdd(&g_launches, 1u) != DHP_SM90_TIMELINE) return;
-  const volatile unsigned long long* m = &g_marks[0][0];
-  const long long t0 = static_cast<long long>(m[1 * kSlots]);
+__device__ __forceinline__ void tile(int row, uint32_t tc, int event) {
+  if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && tc < kTiles) g_tiles[row][tc][event] = clock64();
+}
+static __global__ void print_kernel() {
+  const long long t0 = static_cast<long long>(g_tiles[1][0][0]);
   for (int r = 0; r < 4; ++r)
     for (int s = 0; s < kSlots; s += 4)
-      printf("timeline row %d slot %2d: %lld %lld %lld %lld\n", r, s, static_cast<long long>(m[r * kSlots + s]) - t0,
-             static_cast<long long>(m[r * kSlots + s + 1]) - t0, static_cast<long long>(m[r * kSlots + s + 2]) - t0,
-             static_cast<long long>(m[r * kSlots + s + 3]) - t0);
+      printf("timeline row %d slot %2d: %lld %lld %lld %lld\n", r, s, static_cast<long long>(g_marks[r][s]) - t0,
+             static_cast<long long>(g_marks[r][s + 1]) - t0, static_cast<long long>(g_marks[r][s + 2]) - t0,
+             static_cast<long long>(g_marks[r][s + 3]) - t0);
+  for (int r = 0; r < 3; ++r)
+    for (int t = 0; t < kTiles; ++t) {
+      printf("tiles row %d tile %2d:", r, t);
+      for (int e = 0; e < kEvents; ++e) printf(" %lld", static_cast<long long>(g_tiles[r][t][e]) - t0);
+      printf("\n");
+    }
+}
+// Host side, after each launch: prints after the N-th of this unit (each
+// instantiation unit has its own marks, counter and print kernel).
+static void after_launch(cudaStream_t stream) {
+  static int launches = 0;
+  if (++launches == DHP_SM90_TIMELINE) print_kernel<<<1, 1, 0, stream>>>();
 }
 #else
 __device__ __forceinline__ void mark(int, int) {}
-__device__ __forceinline__ void report() {}
+__device__ __forceinline__ void tile(int, uint32_t, int) {}
+inline void after_launch(cudaStream_t) {}
 #endif
 
 }  // namespace dhp::sm90::timeline
