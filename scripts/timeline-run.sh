@@ -1,5 +1,19 @@
-set -e
-cmake -S . -B build/tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DDHP_CUDA_ARCHS=90a -DDHP_BUILD_PYTHON=OFF -DCMAKE_CUDA_FLAGS=-DDHP_SM90_TIMELINE=20 > $OUT/cfg.log 2>&1
-cmake --build build/tl -j 16 --target dhp_bench > $OUT/build.log 2>&1
-grep -c "C7510" $OUT/build.log || true
-for c in 32,32,512,64 32,16,512,128 16,32,1024,64; do echo "== $c"; build/tl/tools/dhp_bench --case $c 2>&1 | grep -E "^tiles|row [0-9] slot  0|TFLOP|$c" | head -60; done
+#!/usr/bin/env bash
+# TEST-ONLY timeline of CTA 0 on the GPU machine: builds dhp_bench with
+# DHP_SM90_TIMELINE=20 (sm90/timeline_probe.cuh; never a shipped build),
+# runs a few --case rows and prints, for the 20th launch of each, the
+# per-tile boundary stamps ("tiles row R tile T: 8 events", cycles from
+# consumer 0's first tile). Logs to $OUT (or ./timeline-out).
+#   scripts/timeline-run.sh [B,H,S,D[,causal] ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-timeline-out}"; mkdir -p "$out"
+cases=("$@"); [ ${#cases[@]} -gt 0 ] || cases=(32,32,512,64 32,16,512,128 16,32,1024,64)
+cmake -S . -B build/tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DDHP_CUDA_ARCHS=90a -DDHP_BUILD_PYTHON=OFF \
+  -DCMAKE_CUDA_FLAGS=-DDHP_SM90_TIMELINE=20 > "$out/cfg.log" 2>&1
+cmake --build build/tl -j 16 --target dhp_bench > "$out/build.log" 2>&1
+echo "wgmma serialised (C751x) in the probe build: $(grep -c 'C751[0-9]' "$out/build.log" || true)"
+for c in "${cases[@]}"; do
+  echo "== $c"
+  build/tl/tools/dhp_bench --case "$c" 2>&1 | grep -E "^tiles|TFLOP" | head -60
+done

@@ -47,8 +47,8 @@ struct TileScheduler {
   __host__ __device__ static int32_t snake(int32_t r, int32_t i, int32_t grid) {
     return (r & 1) ? grid - 1 - i : i;
   }
-  // Rounds of the deal, and this CTA's tile in round r (>= total: none).
-  __device__ __forceinline__ int32_t rounds() const { return (total + gridDim.x - 1) / gridDim.x; }
+  // This CTA's tile in round r (>= total: none; it grows with r, so a CTA's
+  // loop runs while it is below the total).
   __device__ __forceinline__ int32_t tile_of(int32_t r) const {
     const int32_t grid = static_cast<int32_t>(gridDim.x);
     return r * grid + snake(r, static_cast<int32_t>(blockIdx.x), grid);
