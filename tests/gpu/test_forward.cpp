@@ -59,6 +59,12 @@ std::vector<Case> all_cases() {
   // secret lengths and a partial last key tile.
   cs.push_back(make(kBF16, 2, 2100, 2100, 2, 2, 128, false, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 100, 3000, 4, 2, 128, false, Lengths::kOnlyK));
+  // Several tiles per CTA of the persistent Hopper grid (>= 3 x 132 tiles),
+  // short key ranges: each Q buffer (two at D64/D128, one at D256) and each
+  // lengths slot is reused several times, quickly, with O staged in it.
+  cs.push_back(make(kF16, 8, 1000, 96, 8, 2, 128, false));
+  cs.push_back(make(kBF16, 12, 600, 200, 8, 2, 64, false, Lengths::kSeparate));
+  cs.push_back(make(kF16, 6, 700, 160, 8, 8, 256, true, Lengths::kSeparate));
   // Batch 8 and GQA ratios 1, 4, 8.
   cs.push_back(make(kF16, 8, 257, 257, 8, 8, 128, false));
   cs.push_back(make(kBF16, 8, 257, 257, 8, 2, 64, true));

@@ -10,10 +10,11 @@
 // a branch. Every address and coordinate here is public (thread and tile
 // indices).
 //
-// Buffer reuse: each warp stages only its own 16 rows, and only lane 0 of
-// the warp issues (and so may wait for) its stores. Before the warp writes
-// its rows again, lane 0 waits until the previous stores have read them
-// (wait_staging_free); the caller then syncs the warp.
+// Buffer reuse: each warp stages only its own 16 rows (of the tile's Q
+// buffer), and only lane 0 of the warp issues (and so may wait for) its
+// stores. Before the buffer is released for a later Q load, lane 0 waits
+// until the stores have read the rows (wait_staging_free, which also syncs
+// the warp); forward_kernel.cuh says where.
 #pragma once
 
 #include <cstdint>

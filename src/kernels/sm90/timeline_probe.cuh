@@ -46,7 +46,7 @@ static __global__ void print_kernel() {
       printf("timeline row %d slot %2d: %lld %lld %lld %lld\n", r, s, static_cast<long long>(g_marks[r][s]) - t0,
              static_cast<long long>(g_marks[r][s + 1]) - t0, static_cast<long long>(g_marks[r][s + 2]) - t0,
              static_cast<long long>(g_marks[r][s + 3]) - t0);
-  for (int r = 0; r < 3; ++r)
+  for (int r = 0; r < 4; ++r)  // row 3: the third consumer warpgroup (192-row tiles)
     for (int t = 0; t < kTiles; ++t) {
       printf("tiles row %d tile %2d:", r, t);
       for (int e = 0; e < kEvents; ++e) printf(" %lld", static_cast<long long>(g_tiles[r][t][e]) - t0);
