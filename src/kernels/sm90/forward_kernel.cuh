@@ -32,20 +32,6 @@
 
 namespace dhp::sm90 {
 
-// A consumer's tile of the static schedule, decoded (integer divisions;
-// t >= sched.total: none, public).
-template <typename Traits>
-struct ConsumerTile {
-  int32_t t = 0, m0 = 0;
-  Tile tile{};
-  ConsumerTile() = default;
-  __device__ __forceinline__ ConsumerTile(const kernels::ForwardArgs& args, const TileScheduler<Traits::kBlockM>& sched,
-                                          int32_t r)
-      : t(sched.tile_of(r)), tile(sched.decode(t)) {
-    m0 = tile.m_block * Traits::kBlockM;
-  }
-};
-
 // Named barriers: 0 is __syncthreads, 2-4 the consumers' ping-pong turns
 // (mainloop.cuh), 5-7 consumer warpgroup g's own sync (128 threads). The id
 // is an immediate per warpgroup: computed ids made ptxas spill at D = 256.
@@ -131,12 +117,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
   // while it is below the total, and the next tile is decoded during this
   // one (under the tail's P·V).
-  ConsumerTile<Traits> cur(args, sched, 0), next;
+  ScheduledTile cur = scheduled_tile<BM, BN>(args, sched, 0), next;
   uint32_t kv = 0, tc = 0;
   for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
     timeline::tile(1 + g, tc, 0);
     const Tile tile = cur.tile;
-    const int32_t m0 = cur.m0;
+    const int32_t m0 = cur.tile.m_block * BM;
     const sm80::KeyTileRange<BM, BN> range(args, m0);
     const ConsumerView<Traits> view(st, args, range, m0, g, wtid, kv, tc);
     timeline::tile(1 + g, tc, 1);
@@ -155,7 +141,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         }
       }
     };
-    auto decode_next = [&] { next = ConsumerTile<Traits>(args, sched, r + 1); };
+    auto decode_next = [&] { next = scheduled_tile<BM, BN>(args, sched, r + 1); };
     run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
     kv += range.n_end;
 

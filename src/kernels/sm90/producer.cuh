@@ -18,24 +18,6 @@
 
 namespace dhp::sm90 {
 
-// A tile of the schedule as the producer needs it: decoded (integer
-// divisions, kernel parameters) one round ahead of its use.
-struct ProducerTile {
-  int32_t t;  // >= sched.total: no tile for this CTA in this round (public)
-  Tile tile;
-  int32_t head_kv, n_end;
-};
-template <typename Traits>
-__device__ __forceinline__ ProducerTile producer_tile(const kernels::ForwardArgs& args,
-                                                      const TileScheduler<Traits::kBlockM>& sched, int32_t r) {
-  ProducerTile p;
-  p.t = sched.tile_of(r);
-  p.tile = sched.decode(p.t);
-  p.head_kv = p.tile.head / args.kv_group;
-  p.n_end = sm80::KeyTileRange<Traits::kBlockM, Traits::kBlockN>(args, p.tile.m_block * Traits::kBlockM).n_end;
-  return p;
-}
-
 // One thread of warp 0 issues every copy; the other producer threads walk
 // the same loop idle (an early return for them made ptxas spill 8 bytes in
 // two consumer instantiations). The tile loop and the ring position (kv: key
@@ -56,7 +38,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   // This CTA's tiles are tile_of(0), tile_of(1), ... while below the total
   // (tile_of grows with the round), so the loop needs no division for its
   // trip count. The first tile is decoded before the wait.
-  ProducerTile cur = producer_tile<Traits>(args, sched, 0);
+  ScheduledTile cur = scheduled_tile<BM, BN>(args, sched, 0);
   // Keeps the compiler front end from sinking the decode below the wait (an
   // empty volatile asm that uses it; volatile asm keeps its order). ptxas
   // sees no instruction here, so the SASS is what confirms it: the decode's
@@ -117,7 +99,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       }
     }
     ++tc;
-    cur = producer_tile<Traits>(args, sched, r + 1);  // while the consumers work on this tile
+    cur = scheduled_tile<BM, BN>(args, sched, r + 1);  // while the consumers work on this tile
   }
 }
 

@@ -71,6 +71,25 @@ struct TileScheduler {
   }
 };
 
+// A CTA's tile in round r, decoded (integer divisions, kernel parameters)
+// as the producer and the consumers need it; both decode one round ahead of
+// use. t >= sched.total: no tile for this CTA in that round (public).
+struct ScheduledTile {
+  int32_t t = 0;
+  Tile tile{};
+  int32_t head_kv = 0, n_end = 0;
+};
+template <int BM, int BN>
+__device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardArgs& args,
+                                                        const TileScheduler<BM>& sched, int32_t r) {
+  ScheduledTile p;
+  p.t = sched.tile_of(r);
+  p.tile = sched.decode(p.t);
+  p.head_kv = p.tile.head / args.kv_group;
+  p.n_end = sm80::KeyTileRange<BM, BN>(args, p.tile.m_block * BM).n_end;
+  return p;
+}
+
 // Host: the order for a launch, from the public shape alone. Without causal
 // masking every tile weighs the same and kHeadMajor keeps K/V in L2. With
 // it, the launcher models the snake deal (load of a CTA = sum over its tiles
