@@ -25,13 +25,13 @@ for v in "${variants[@]}"; do
     cmake --build "build/ab-$name" -j 16 --target dhp_bench dhp_gpu_tests > "$out/build-$name.log" 2>&1 ||
     { echo "$name: build failed"; grep -m5 error "$out/build-$name.log"; continue; }
   line="$name [$flags]: spills $(grep -cE '[1-9][0-9]* bytes spill' "$out/build-$name.log"); wgmma serialised (C751x) $(grep -c 'C751[0-9]' "$out/build-$name.log")"
-  [ $first = 0 ] && line="$line; GPU suite $(build/ab-$name/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
+  [ $first = 0 ] && line="$line; GPU suite $(timeout 300 build/ab-$name/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
   echo "$line"; first=0
   built+=("$name")
 done
 for r in $(seq 1 "${ROUNDS:-1}"); do
   for name in "${built[@]}"; do
-    build/ab-$name/tools/dhp_bench ${BENCH_ARGS:-$quick} --out "$out/bench-$name-r$r.tsv" > "$out/bench-$name.log" 2>&1 ||
+    timeout 300 build/ab-$name/tools/dhp_bench ${BENCH_ARGS:-$quick} --out "$out/bench-$name-r$r.tsv" > "$out/bench-$name.log" 2>&1 ||
       echo "$name: benchmark failed (round $r)"
   done
 done
