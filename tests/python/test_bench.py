@@ -69,3 +69,34 @@ def test_plot_writes_a_png(bench, tmp_path):
     rows = [_row(bench, S=S, D=D, causal=c) for S in (512, 1024) for D in (64, 128) for c in (False, True)]
     note = bench.plot(rows, str(tmp_path / "b.png"))
     assert note.startswith("plot:") and (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_grid_rows_time_contestants_in_interleaved_rotating_rounds(bench, monkeypatch):
+    # Stand-ins for the GPU parts: every contestant returns the same tensor;
+    # time_events records who is timed, in what order, and returns fake ms.
+    import torch
+    order, counts = [], {}
+
+    def fake_call(name, c, s):
+        f = lambda: torch.ones(4)  # noqa: E731
+        f.who = name
+        return f
+
+    def fake_time(fns, warmup, iters):
+        who = fns[0].who
+        if iters:
+            order.append(who)
+            counts[who] = counts.get(who, 0) + iters
+        return [1.0 + 0.1 * CONT.index(who)] * iters
+
+    CONT = bench.CONTESTANTS
+    monkeypatch.setattr(bench, "input_sets", lambda c, l2: [{}])
+    monkeypatch.setattr(bench, "call", fake_call)
+    monkeypatch.setattr(bench, "time_events", fake_time)
+    c = dict(group="grid", dtype=torch.float16, B=1, Hq=2, Hkv=2, S=128, D=64, causal=False, lengths=False)
+    row = bench.run_config(c, {"l2_bytes": 0}, warmup=5, iters=30, rounds=5)
+    n = len(CONT)
+    assert order == [CONT[(r + i) % n] for r in range(5) for i in range(n)]  # each round starts one later
+    assert all(counts[name] == 30 for name in CONT)
+    assert row["median_ms"] == {name: pytest.approx(1.0 + 0.1 * i) for i, name in enumerate(CONT)}
+    assert row["check"]["ok"]

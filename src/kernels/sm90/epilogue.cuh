@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/opaque.cuh"
 #include "kernels/sm80/warp_mma.cuh"
 #include "kernels/sm90/tma.cuh"
 
@@ -36,14 +37,18 @@ __device__ __forceinline__ void wait_staging_free(int lane) {
 // of BM x 128 B, 1024-byte aligned); warp_row0: the warp's first row in it
 // (a multiple of 16, so each lane's row % 8 is its own and the swizzle is
 // per lane).
-template <typename T, int BM, int D>
+template <typename T, int BM, int D, bool kRebuild = false>
 __device__ __forceinline__ void store_rows_tma(const float (&o)[1][D / 8][4], const uint8_t* stage, int warp_row0,
                                                const void* tm_o, int32_t row0, int32_t head, int32_t batch,
                                                int lane) {
   // stmatrix .x4: lanes 8i..8i+7 give the row addresses of 8 x 8 matrix i;
   // matrix 0 / 1 = rows 0-7 / 8-15 of a 16-column step's first 8 columns,
   // 2 / 3 the same for its last 8. Register i is matrix i's mma-C fragment.
-  const int i = lane / 8, r = (lane % 8) + 8 * (i & 1), half = i >> 1;
+  // The addresses below are the same in every tile. kRebuild: built here
+  // from an opaque copy of the lane rather than held through the main loop
+  // (kernels/common/opaque.cuh; the three-warpgroup kernel).
+  const int lane_here = kRebuild ? kernels::opaque_copy(lane) : lane;
+  const int i = lane_here / 8, r = (lane_here % 8) + 8 * (i & 1), half = i >> 1;
   const uint32_t row_base =
       static_cast<uint32_t>(__cvta_generic_to_shared(stage)) + static_cast<uint32_t>((warp_row0 + r) * 128);
   // The swizzled chunk of step j depends on j % 4 only (4 steps = 128 B);

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "kernels/common/ct.cuh"
+#include "kernels/common/opaque.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/epilogue.cuh"
 #include "kernels/sm80/forward_kernel.cuh"
@@ -112,7 +113,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const uint64_t probe_cycles0 = clock64(), probe_ns0 = globaltimer_ns();
 #endif
   const int g = wg_index - 1, wtid = tid - 128 * wg_index;
-  const int warp_row0 = 64 * g + 16 * (wtid / 32);
   pingpong::begin<Traits::kConsumers>(g);
   // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
   // while it is below the total, and the next tile is decoded during this
@@ -124,7 +124,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const Tile tile = cur.tile;
     const int32_t m0 = cur.tile.m_block * BM;
     const sm80::KeyTileRange<BM, BN> range(args, m0);
-    const ConsumerView<Traits> view(st, args, range, m0, g, wtid, kv, tc);
+    // Per-thread row offsets are the same in every tile. With three consumer
+    // warpgroups they are rebuilt per tile from an opaque copy of the thread
+    // index (kernels/common/opaque.cuh: no register to hold them); with two
+    // that would move their arithmetic into the main loop, so they stay.
+    const int wtid_here = Traits::kConsumers == 3 ? kernels::opaque_copy(wtid) : wtid;
+    const int warp_row0 = 64 * g + 16 * (wtid_here / 32);
+    const ConsumerView<Traits> view(st, args, range, m0, g, wtid_here, kv, tc);
     timeline::tile(1 + g, tc, 1);
     float o[D / 2];
     sm80::OnlineSoftmax<1> sm;
@@ -159,10 +165,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     pdl::wait_for_previous_grid();
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
     sm80::finalize_rows(as_frag<D>(o), sm, L_q, args.scale_log2, warp_row0, m0 + warp_row0, args.seqlen_q,
-                        args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
+                        args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid_here % 32);
     timeline::tile(1 + g, tc, 5);
-    epilogue::store_rows_tma<T, BM, D>(as_frag<D>(o), st.q[view.q_buf], warp_row0, &tm_o, m0 + warp_row0,
-                                       tile.head, tile.batch, wtid % 32);
+    constexpr bool kRebuild = Traits::kConsumers == 3;  // likewise the staging address
+    const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
+    epilogue::store_rows_tma<T, BM, D, kRebuild>(as_frag<D>(o), st.q[q_buf_here], warp_row0, &tm_o, m0 + warp_row0,
+                                                 tile.head, tile.batch, wtid_here % 32);
     timeline::mark(1 + g, 42);
     timeline::tile(1 + g, tc, 6);
     if constexpr (Traits::kQStages == 1) {

@@ -74,7 +74,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   const int64_t tiles = (static_cast<int64_t>(a.seqlen_q) + Traits::kBlockM - 1) / Traits::kBlockM * a.heads_q * a.batch;
   if (tiles > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
   // Experiment knobs (public): DHP_SM90_GRID=tiles launches one CTA per tile
-  // (not persistent); DHP_SM90_ORDER=0|1|2 picks the TileOrder.
+  // (not persistent); DHP_SM90_ORDER=0|1|2|3 picks the TileOrder.
   static const char* grid_env = std::getenv("DHP_SM90_GRID");
   static const char* order_env = std::getenv("DHP_SM90_ORDER");
   const bool one_per_tile = grid_env != nullptr && std::strcmp(grid_env, "tiles") == 0;
@@ -88,7 +88,8 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
     order_cached = choose_tile_order<Traits::kBlockM, Traits::kBlockN>(a, grid);
     std::copy(key, key + 7, order_key);
   }
-  args.tile_order = order_env != nullptr ? std::atoi(order_env) % 3 : order_cached;
+  args.tile_order = order_env != nullptr ? std::atoi(order_env) % 4 : order_cached;
+  if (args.tile_order == kPartialLast && a.seqlen_q <= Traits::kBlockM) args.tile_order = kHeadMajor;  // one block
   // Programmatic dependent launch: this kernel's set-up (barriers, tensor
   // map prefetch) may overlap the end of the previous kernel in the stream;
   // the kernel waits (griddepcontrol.wait) before its first global access.

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/opaque.cuh"
 #include "kernels/sm90/consumer_view.cuh"
 #include "kernels/sm90/softmax.cuh"
 #include "kernels/sm90/timeline_probe.cuh"
@@ -64,6 +65,45 @@ __device__ __forceinline__ void end(int g) {
 }
 }  // namespace pingpong
 
+// A tile in which none of this warpgroup's rows lies below S_q: the last row
+// block of a sequence whose length is not a multiple of the tile height
+// (192-row tiles: S_q = 512, 1024, ...). The warpgroup issues no GEMM and
+// no softmax, but keeps every protocol step of the others: the ring
+// barriers in the same order (it waits for each fill before it releases
+// the slot, so that its arrivals count toward the right phase), one pass
+// per ping-pong turn, the two callables. Its O stays zero; its stores are
+// clipped at S_q by the tensor map and its lse stores by the row check.
+// Rows below S_q are computed exactly as in a full tile.
+template <typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
+__device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles, AfterFirstIssue&& after_first_issue,
+                                              BeforeTailWait&& before_tail_wait) {
+  constexpr int NC = Traits::kConsumers;
+  auto& st = view.st;
+  if (n_tiles == 0) {  // public
+    after_first_issue();
+    before_tail_wait();
+    return;
+  }
+  tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
+  pingpong::wait_turn<NC>(view.g);
+  pingpong::pass_turn<NC>(view.g);
+  after_first_issue();
+  tma::arrive(&st.k_empty[view.stage(0)]);
+  for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
+    tma::wait<true>(&st.k_full[view.stage(it)], view.parity(it));
+    tma::wait<true>(&st.v_full[view.stage(it - 1)], view.parity(it - 1));
+    pingpong::wait_turn<NC>(view.g);
+    pingpong::pass_turn<NC>(view.g);
+    tma::arrive(&st.k_empty[view.stage(it)]);
+    tma::arrive(&st.v_empty[view.stage(it - 1)]);
+  }
+  tma::wait<true>(&st.v_full[view.stage(n_tiles - 1)], view.parity(n_tiles - 1));
+  pingpong::wait_turn<NC>(view.g);
+  pingpong::pass_turn<NC>(view.g);
+  before_tail_wait();
+  tma::arrive(&st.v_empty[view.stage(n_tiles - 1)]);
+}
+
 // One tile of a consumer warpgroup. Two callables run where this warpgroup
 // would otherwise only wait for its own GEMM, so that their latency hides
 // under it: after_first_issue() once the tile's first S GEMM is issued,
@@ -89,8 +129,17 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // start address (desc::advance_lo), which keeps the per-wgmma cost to an add.
   constexpr uint32_t kStageBytes = Traits::kKVBytes;
   const uint64_t dq = desc::k_major_sw128(q_base);
-  const uint64_t dk0 = desc::k_major_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(st.k[0])));
-  const uint64_t dv0 = desc::mn_major_sw128(static_cast<uint32_t>(__cvta_generic_to_shared(st.v[0])), BN);
+  // With three consumer warpgroups they are rebuilt per tile (opaque_copy:
+  // no register to hold them through the loop); elsewhere that costs a
+  // spill in the 160-key D = 128 kernel with lengths, so they are hoisted.
+  uint32_t k_ring = static_cast<uint32_t>(__cvta_generic_to_shared(st.k[0]));
+  uint32_t v_ring = static_cast<uint32_t>(__cvta_generic_to_shared(st.v[0]));
+  if constexpr (Traits::kConsumers == 3) {
+    k_ring = kernels::opaque_copy(k_ring);
+    v_ring = kernels::opaque_copy(v_ring);
+  }
+  const uint64_t dk0 = desc::k_major_sw128(k_ring);
+  const uint64_t dv0 = desc::mn_major_sw128(v_ring, BN);
   static_assert(sizeof(st.k[0]) == kStageBytes && sizeof(st.v[0]) == kStageBytes, "stages are contiguous");
 
   float sacc[BN / 2];
@@ -137,6 +186,19 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  // Public: all of this warpgroup's rows lie past S_q. Only where tiles are
+  // 192 rows high (three consumer warpgroups): the FA3 grid's lengths are
+  // multiples of 128, and in the other kernels the extra path cost 2-4 %
+  // of main-loop instructions for nothing. Voted across the warp so that
+  // ptxas sees a warp-uniform branch (a plain compare on the warpgroup
+  // index made it treat the main loop as divergent and move the wgmma
+  // descriptors from uniform to vector registers: 4 % slower).
+  if (Traits::kConsumers == 3 && __all_sync(0xffffffffu, view.m0 + 64 * g >= args.seqlen_q)) {
+    tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
+    run_idle_tile<Traits>(view, view.range.n_end, after_first_issue, before_tail_wait);
+    sm.export_to(out_sm);  // no key seen: l = 0, so O = 0 and lse = -inf (clipped anyway)
+    return;
+  }
   timeline::mark(1 + g, 0);
   tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
   timeline::mark(1 + g, 1);
