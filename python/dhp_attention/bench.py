@@ -12,7 +12,9 @@ and not, fp16 and bf16); the small configuration B=1, H=8, S=512, D=64 in
 eager mode and replayed as CUDA graphs (>= 1000 runs, full statistics); GQA
 (H_q=32, H_kv=8, D=128, S=4096); secret lengths (S_max=4096, random lengths;
 peers get the equivalent boolean mask, or n/a where a backend takes none).
-Timing: CUDA events around every call, warm-up first, median of >= 30 runs,
+Timing: CUDA events around every call, warm-up first, median of >= 30 runs
+per contestant taken in 5 interleaved rounds (all contestants in turn, the
+first one rotating, so that drift on a power-limited GPU falls on all alike),
 inputs rotated over several sets when one set would sit in L2. FLOPs:
 4*B*H_q*S^2*D, halved for causal; secret-length rows count the padded
 problem, which is the work a constant-time kernel does. Every row's output is
@@ -40,6 +42,7 @@ import dhp_attention
 PEERS = {"FA2": SDPBackend.FLASH_ATTENTION, "cuDNN": SDPBackend.CUDNN_ATTENTION,
          "mem-eff": SDPBackend.EFFICIENT_ATTENTION}
 CONTESTANTS = ["dhp"] + list(PEERS)
+ROUNDS = 5  # interleaved timing rounds per grid row (run_config)
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.5e-2}  # relative L2 of ours vs the SDPA reference
 DT_NAME = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 
@@ -187,12 +190,18 @@ def stats_us(ms: list) -> dict:
 # --------------------------------------------------------------------------
 # Runs
 
-def run_config(c, env, warmup, iters, graph_runs=0) -> dict:
+def run_config(c, env, warmup, iters, graph_runs=0, rounds=ROUNDS) -> dict:
+    """One row. Grid rows time the contestants in `rounds` interleaved rounds
+    (each round: every contestant in turn, the starting one rotating), so
+    that clock and power drift on a power-limited GPU falls on all of them
+    alike instead of on whoever runs last; a contestant's figure is the
+    median over all its timed calls. The small configuration (graph_runs)
+    keeps its long per-contestant runs, eager then graph."""
     row = {k: (DT_NAME[v] if k == "dtype" else v) for k, v in c.items()}
     row.update(tflops={}, median_ms={}, error={}, check=None)
     sets = input_sets(c, env["l2_bytes"])
     row["input_sets"] = len(sets)
-    outs = {}
+    outs, fns_by, samples = {}, {}, {}
     for name in CONTESTANTS:
         try:
             with backend(name):
@@ -203,14 +212,22 @@ def run_config(c, env, warmup, iters, graph_runs=0) -> dict:
                     graphs = as_graphs(fns, torch.cuda.graph_pool_handle())
                     row.setdefault("eager_us", {})[name] = stats_us(eager)
                     row.setdefault("graph_us", {})[name] = stats_us(time_events(graphs, warmup, graph_runs))
-                    ms = [statistics.median(eager)]
+                    samples[name] = [statistics.median(eager)]
                 else:
-                    ms = time_events(fns, warmup, iters)
-            row["median_ms"][name] = statistics.median(ms)
-            row["tflops"][name] = flops(c) / (row["median_ms"][name] * 1e-3) / 1e12
+                    time_events(fns, warmup, 0)  # warm-up (and any lazy set-up) outside the rounds
+                    fns_by[name], samples[name] = fns, []
         except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # backend unavailable for this shape
             row["error"][name] = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
             torch.cuda.synchronize()
+    names = list(fns_by)
+    per_round = max(1, -(-iters // rounds))
+    for r in range(rounds if names else 0):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            with backend(name):
+                samples[name] += time_events(fns_by[name], 1, per_round)
+    for name, ms in samples.items():
+        row["median_ms"][name] = statistics.median(ms)
+        row["tflops"][name] = flops(c) / (row["median_ms"][name] * 1e-3) / 1e12
     # Cross-check ours against the first SDPA backend that ran.
     ref_name = next((n for n in PEERS if n in outs), None)
     if "dhp" in outs and ref_name is not None:
@@ -360,12 +377,12 @@ def main(argv=None) -> int:
     os.makedirs(args.out_dir, exist_ok=True)
     json_path = os.path.join(args.out_dir, "bench.json")
     with open(json_path, "w") as f:
-        json.dump({"env": env, "small": r_small, "rows": rows, "iters": iters, "warmup": warmup}, f, indent=1)
+        json.dump({"env": env, "small": r_small, "rows": rows, "iters": iters, "warmup": warmup, "rounds": ROUNDS}, f, indent=1)
     note = plot(rows, os.path.join(args.out_dir, "bench.png"))
     fails = sum(1 for r in [r_small] + rows if not (r["check"] and r["check"]["ok"]))
     print(f"\njson: {json_path}; {note}; {time.time() - t0:.0f} s\n")
     print(small_table(r_small) + "\n")
-    print(f"TFLOP/s (median of {iters} runs after {warmup} warm-up; FLOPs 4*B*H_q*S^2*D, halved for causal; "
+    print(f"TFLOP/s (median of {iters} runs in {ROUNDS} interleaved rounds after {warmup} warm-up; FLOPs 4*B*H_q*S^2*D, halved for causal; "
           f"secret-length rows count the padded problem). {env['device']}, torch {env['torch']}, "
           f"cuDNN {env['cudnn']}. small rows: median of the eager and CUDA-graph runs above.")
     print(table(small_rows(r_small) + rows))
