@@ -55,7 +55,7 @@ TEST(Schedule, EveryOrderVisitsEveryTileOnce) {
 
 TEST(Schedule, PartialLastOnlyWhereAWarpgroupIsIdle) {
   const int32_t grid = 132;
-  for (int32_t s : {512, 1024, 2048, 4096, 16384})  // S % 192 = 128 or 64: a whole warpgroup idle
+  for (int32_t s : {512, 1024, 2048, 4096, 16384})  // S % 192 = 128 or 64: one or two warpgroups idle
     EXPECT_EQ((sm90::choose_tile_order<192, 128>(shape(16384 / s, 32, s, false), grid)), sm90::kPartialLast) << s;
   EXPECT_EQ((sm90::choose_tile_order<192, 128>(shape(4, 32, 384, false), grid)), sm90::kHeadMajor);  // 2 x 192
   EXPECT_EQ((sm90::choose_tile_order<192, 128>(shape(4, 32, 350, false), grid)), sm90::kHeadMajor);  // 158 rows
