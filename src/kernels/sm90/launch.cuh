@@ -89,7 +89,6 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
     std::copy(key, key + 7, order_key);
   }
   args.tile_order = order_env != nullptr ? std::atoi(order_env) % 4 : order_cached;
-  if (args.tile_order == kPartialLast && a.seqlen_q <= Traits::kBlockM) args.tile_order = kHeadMajor;  // one block
   // Programmatic dependent launch: this kernel's set-up (barriers, tensor
   // map prefetch) may overlap the end of the previous kernel in the stream;
   // the kernel waits (griddepcontrol.wait) before its first global access.

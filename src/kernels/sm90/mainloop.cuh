@@ -186,6 +186,11 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  timeline::mark(1 + g, 0);
+  tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
+  timeline::mark(1 + g, 1);
+  timeline::tile(1 + g, view.tc, 2);
+  const int32_t n_tiles = view.range.n_end;  // public
   // Public: all of this warpgroup's rows lie past S_q. Only where tiles are
   // 192 rows high (three consumer warpgroups): the FA3 grid's lengths are
   // multiples of 128, and in the other kernels the extra path cost 2-4 %
@@ -194,16 +199,10 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // index made it treat the main loop as divergent and move the wgmma
   // descriptors from uniform to vector registers: 4 % slower).
   if (Traits::kConsumers == 3 && __all_sync(0xffffffffu, view.m0 + 64 * g >= args.seqlen_q)) {
-    tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
-    run_idle_tile<Traits>(view, view.range.n_end, after_first_issue, before_tail_wait);
+    run_idle_tile<Traits>(view, n_tiles, after_first_issue, before_tail_wait);
     sm.export_to(out_sm);  // no key seen: l = 0, so O = 0 and lse = -inf (clipped anyway)
     return;
   }
-  timeline::mark(1 + g, 0);
-  tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
-  timeline::mark(1 + g, 1);
-  timeline::tile(1 + g, view.tc, 2);
-  const int32_t n_tiles = view.range.n_end;  // public
   if (n_tiles > 0) {
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));

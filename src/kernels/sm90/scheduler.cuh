@@ -67,7 +67,7 @@ struct TileScheduler {
       const int32_t per_block = total / m_blocks;  // heads * batch
       x.m_block = m_blocks - 1 - t / per_block;
       bh = t % per_block;
-    } else if (order == kPartialLast) {  // m_blocks >= 2 (the launcher's rule)
+    } else if (order == kPartialLast) {  // one block per head (none full): head-major
       const int32_t in_full_blocks = total - total / m_blocks;
       x.m_block = t < in_full_blocks ? t % (m_blocks - 1) : m_blocks - 1;
       bh = t < in_full_blocks ? t / (m_blocks - 1) : t - in_full_blocks;
