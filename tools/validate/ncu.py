@@ -135,6 +135,28 @@ PERF = [
     ("DRAM throughput (% of peak)", "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1),
     ("L2 bytes, all requests (MB)", "lts__t_bytes.sum", 1e-6),
     ("L2 throughput (% of peak)", "lts__throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    # Issue slots and the pipes the softmax competes for (a metric this ncu
+    # does not know is left out): xu runs MUFU (exp2, rcp) and some
+    # conversions at 16 results per clock and SM, fma/alu the FP32 and
+    # integer work.
+    ("issue slots busy (% of peak, active)", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
+    ("xu pipe, instructions (% of peak, active)", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", 1),
+    ("fma pipe active (% of peak, active)", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    ("fmaheavy pipe active (% of peak, active)", "sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    ("alu pipe active (% of peak, active)", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    ("instructions executed (warp-level)", "smsp__inst_executed.sum", 1),
+    ("xu instructions (warp-level)", "smsp__inst_executed_pipe_xu.sum", 1),
+    ("fma instructions (warp-level)", "smsp__inst_executed_pipe_fma.sum", 1),
+    ("alu instructions (warp-level)", "smsp__inst_executed_pipe_alu.sum", 1),
+    # Why warps wait, in cycles per issued instruction (ncu's WarpStateStats):
+    # the latency-bound main loops show it as 'wait' (fixed-latency
+    # dependencies) and 'barrier' (ping-pong turns), with few eligible warps.
+    ("active warps per scheduler", "smsp__warps_active.avg.per_cycle_active", 1),
+    ("eligible warps per scheduler", "smsp__warps_eligible.avg.per_cycle_active", 1),
+] + [(f"stall '{r}' (cycles per issued instruction)",
+      f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio", 1)
+     for r in ("wait", "barrier", "long_scoreboard", "short_scoreboard", "mio_throttle", "math_pipe_throttle",
+               "not_selected", "dispatch_stall", "no_instruction")] + [
     ("registers per thread", "launch__registers_per_thread", 1),
     ("shared memory per block, dynamic (B)", "launch__shared_mem_per_block_dynamic", 1),
     ("shared memory per block, static (B)", "launch__shared_mem_per_block_static", 1),
