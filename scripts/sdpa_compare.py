@@ -19,8 +19,12 @@ BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTEN
 
 
 def time_sdpa(backend, dtype, B, H, S, D, causal, warmup=5, iters=30):
-    # Random inputs (never zeros), BHSD as SDPA expects.
-    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=dtype) for _ in range(3))
+    # Random inputs (never zeros), stored [B, S, H, D] and viewed as the
+    # [B, H, S, D] SDPA expects: the storage our kernel and the benchmark
+    # command (python -m dhp_attention.bench) use, on which cuDNN is faster
+    # at some rows than on contiguous [B, H, S, D] (D64 causal S1024: 309
+    # against 270 TFLOP/s on an H200; docs/results/2026-11-21-ab-session7-h200.md).
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
     try:
         with sdpa_kernel([backend]):
             for _ in range(warmup):
