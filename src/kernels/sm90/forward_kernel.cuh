@@ -112,7 +112,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   pdl::wait_for_previous_grid();  // the interval starts after the previous kernel, as in its recorded runs
   const uint64_t probe_cycles0 = clock64(), probe_ns0 = globaltimer_ns();
 #endif
-  const int g = wg_index - 1, wtid = tid - 128 * wg_index;
+  // The warpgroup index through a lane-0 broadcast: ptxas then knows it is
+  // warp-uniform and builds what derives from it (the Q descriptors) with
+  // uniform instructions, instead of moving each descriptor from vector to
+  // uniform registers (R2UR) before every wgmma: 15-49 fewer R2UR per kernel,
+  // +1-3 % on every D64 row and the small call in an interleaved A/B
+  // (docs/perf-log.md, session 7). Not at D = 256, where the same A/B read
+  // -2 % at S1024; that kernel is left as it was (SASS-identical).
+  const int g = Traits::kHeadDim <= 128 ? __shfl_sync(0xffffffffu, wg_index - 1, 0) : wg_index - 1;
+  const int wtid = tid - 128 * wg_index;
   pingpong::begin<Traits::kConsumers>(g);
   // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
   // while it is below the total, and the next tile is decoded during this
