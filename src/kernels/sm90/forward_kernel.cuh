@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // The warpgroup index through a lane-0 broadcast: ptxas then knows it is
   // warp-uniform and builds what derives from it (the Q descriptors) with
   // uniform instructions, instead of moving each descriptor from vector to
-  // uniform registers (R2UR) before every wgmma: 15-49 fewer R2UR per kernel,
+  // uniform registers (R2UR) before every wgmma: 15-31 fewer R2UR per kernel,
   // +1-3 % on every D64 row and the small call in an interleaved A/B
   // (docs/perf-log.md, session 7). Not at D = 256, where the same A/B read
   // -2 % at S1024; that kernel is left as it was (SASS-identical).

@@ -194,11 +194,12 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // Public: all of this warpgroup's rows lie past S_q. Only where tiles are
   // 192 rows high (three consumer warpgroups): the FA3 grid's lengths are
   // multiples of 128, and in the other kernels the extra path cost 2-4 %
-  // of main-loop instructions for nothing. Voted across the warp so that
-  // ptxas sees a warp-uniform branch (a plain compare on the warpgroup
-  // index made it treat the main loop as divergent and move the wgmma
-  // descriptors from uniform to vector registers: 4 % slower).
-  if (Traits::kConsumers == 3 && __all_sync(0xffffffffu, view.m0 + 64 * g >= args.seqlen_q)) {
+  // of main-loop instructions for nothing. The branch must be warp-uniform
+  // to ptxas (a compare on a warpgroup index it could not prove uniform
+  // made it treat the main loop as divergent and move the wgmma
+  // descriptors to vector registers: 4 % slower); g is, since it comes
+  // from a lane-0 broadcast (forward_kernel.cuh).
+  if (Traits::kConsumers == 3 && view.m0 + 64 * g >= args.seqlen_q) {
     run_idle_tile<Traits>(view, n_tiles, after_first_issue, before_tail_wait);
     sm.export_to(out_sm);  // no key seen: l = 0, so O = 0 and lse = -inf (clipped anyway)
     return;
