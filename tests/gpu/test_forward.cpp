@@ -65,6 +65,12 @@ std::vector<Case> all_cases() {
   cs.push_back(make(kF16, 8, 1000, 96, 8, 2, 128, false));
   cs.push_back(make(kBF16, 12, 600, 200, 8, 2, 64, false, Lengths::kSeparate));
   cs.push_back(make(kF16, 6, 700, 160, 8, 8, 256, true, Lengths::kSeparate));
+  // D = 256 stages O in the ring slot of a tile's last key tile and releases
+  // Q after the last S GEMM: many tiles per CTA without lengths and with a
+  // partial last key tile; and causal S_q > S_k, where the top row blocks
+  // have no key tile (O staged in Q as before) beside tiles that do.
+  cs.push_back(make(kBF16, 6, 700, 250, 8, 4, 256, false));
+  cs.push_back(make(kF16, 8, 600, 100, 4, 2, 256, true));
   // Batch 8 and GQA ratios 1, 4, 8.
   cs.push_back(make(kF16, 8, 257, 257, 8, 8, 128, false));
   cs.push_back(make(kBF16, 8, 257, 257, 8, 2, 64, true));

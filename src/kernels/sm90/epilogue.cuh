@@ -11,10 +11,11 @@
 // indices).
 //
 // Buffer reuse: each warp stages only its own 16 rows (of the tile's Q
-// buffer), and only lane 0 of the warp issues (and so may wait for) its
-// stores. Before the buffer is released for a later Q load, lane 0 waits
-// until the stores have read the rows (wait_staging_free, which also syncs
-// the warp); forward_kernel.cuh says where.
+// buffer, or at D = 256 of a ring slot: kernel_traits.cuh), and only lane 0
+// of the warp issues (and so may wait for) its stores. Before the buffer is
+// released for a later load, lane 0 waits until the stores have read the
+// rows (wait_staging_free, which also syncs the warp); forward_kernel.cuh
+// says where.
 #pragma once
 
 #include <cstdint>

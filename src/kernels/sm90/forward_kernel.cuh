@@ -34,7 +34,8 @@
 namespace dhp::sm90 {
 
 // Named barriers: 0 is __syncthreads, 2-4 the consumers' ping-pong turns
-// (mainloop.cuh), 5-7 consumer warpgroup g's own sync (128 threads). The id
+// (mainloop.cuh), 5-7 consumer warpgroup g's own sync (128 threads), 8-9
+// the hand-off of the last ring slot to the O staging (D = 256). The id
 // is an immediate per warpgroup: computed ids made ptxas spill at D = 256.
 __device__ __forceinline__ void consumer_warpgroup_sync(int g) {
   if (g == 0)  // public: warpgroup index
@@ -176,16 +177,38 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                         args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid_here % 32);
     timeline::tile(1 + g, tc, 5);
     constexpr bool kRebuild = Traits::kConsumers == 3;  // likewise the staging address
-    const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
-    epilogue::store_rows_tma<T, BM, D, kRebuild>(as_frag<D>(o), st.q[q_buf_here], warp_row0, &tm_o, m0 + warp_row0,
-                                                 tile.head, tile.batch, wtid_here % 32);
-    timeline::mark(1 + g, 42);
-    timeline::tile(1 + g, tc, 6);
-    if constexpr (Traits::kQStages == 1) {
-      // The next Q lands in these bytes (TMA): this warp's stores must have
-      // read them before its threads release the buffer.
+    if (Traits::kStageOInRing && range.n_end > 0) {  // public
+      // O staged in the last key tile's ring slot (kernel_traits.cuh): this
+      // warpgroup's half of it once the other warpgroup no longer reads it
+      // (mainloop.cuh), 64 rows in the compact 64-row layout; the half is
+      // released to the producer once the stores have read it.
+      const int s_last = static_cast<int>((kv - 1) % S);
+      if (g == 0)  // public: warpgroup index
+        ring_handoff::k_free_wait();
+      else
+        ring_handoff::v_free_wait();
+      // K half + g * (V half - K half): an add, not a select (ptxas made
+      // the select two predicated writes, which dhp-audit reads as a
+      // possibly-secret address: a guarded write joins the old value).
+      const uint8_t* stage = st.k[s_last] + g * static_cast<int>(st.v[0] - st.k[0]);
+      epilogue::store_rows_tma<T, 64, D>(as_frag<D>(o), stage, warp_row0 - 64 * g, &tm_o, m0 + warp_row0, tile.head,
+                                         tile.batch, wtid_here % 32);
+      timeline::mark(1 + g, 42);
+      timeline::tile(1 + g, tc, 6);
       epilogue::wait_staging_free(wtid % 32);
-      tma::arrive(&st.q_empty[0]);
+      tma::arrive(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
+    } else {
+      const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
+      epilogue::store_rows_tma<T, BM, D, kRebuild>(as_frag<D>(o), st.q[q_buf_here], warp_row0, &tm_o,
+                                                   m0 + warp_row0, tile.head, tile.batch, wtid_here % 32);
+      timeline::mark(1 + g, 42);
+      timeline::tile(1 + g, tc, 6);
+      if constexpr (Traits::kQStages == 1) {
+        // The next Q lands in these bytes (TMA): this warp's stores must have
+        // read them before its threads release the buffer.
+        epilogue::wait_staging_free(wtid % 32);
+        tma::arrive(&st.q_empty[0]);
+      }
     }
     timeline::tile(1 + g, tc, 7);
     ++tc;

@@ -21,6 +21,9 @@
 #ifndef DHP_SM90_BN256
 #define DHP_SM90_BN256 80
 #endif
+#ifndef DHP_SM90_O_IN_RING
+#define DHP_SM90_O_IN_RING 1
+#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -75,22 +78,32 @@ struct Sm90Traits {
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
   // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
   // so the producer loads the next tile's Q -- and, behind it, that tile's
-  // first K/V -- while this tile runs; one at D = 256 (64 KB per Q tile),
-  // where the next Q waits for this tile's epilogue. O is staged for its
-  // TMA store in the tile's own Q buffer, each warpgroup in its own 64 rows
-  // (which only its own S GEMMs read), so no buffer of its own is needed.
+  // first K/V -- while this tile runs; one at D = 256 (64 KB per Q tile).
+  // With two, O is staged for its TMA store in the tile's own Q buffer,
+  // each warpgroup in its own 64 rows (which only its own S GEMMs read), so
+  // no buffer of its own is needed; with one, in the ring (below).
   static constexpr int kSmemLimit = 227 * 1024;
   static constexpr int kRingBytes = 2 * kStages * kKVBytes;
   // + 2048: SharedStorage rounds its barrier block up to 1024 bytes, and the
   // launch adds 1024 of alignment slack.
   static constexpr int kQStages = 2 * kQBytes + kRingBytes + 2048 <= kSmemLimit ? 2 : 1;
   static_assert(kQBytes + kRingBytes + 2048 <= kSmemLimit, "Q and the K/V ring must fit in shared memory");
+  // With one Q buffer (D = 256) the tile's O is staged in the ring slot of
+  // its last key tile instead -- warpgroup 0 in the K half, warpgroup 1 in
+  // the V half, 64 rows each -- so that Q is released as soon as the tile's
+  // last S GEMM has read it and the next tile's Q loads under the last key
+  // tile and the epilogue (mainloop.cuh, forward_kernel.cuh). It waited for
+  // the epilogue's stores before: D256 +1.4 to +8 % in an A/B
+  // (docs/perf-log.md, session 8). DHP_SM90_O_IN_RING=0 restores that (A/B).
+  static constexpr bool kStageOInRing = kQStages == 1 && DHP_SM90_O_IN_RING != 0;
+  static_assert(!kStageOInRing || (kConsumers == 2 && kKVBytes >= 64 * D * 2),
+                "one warpgroup's 64 rows of O per half of a ring slot");
 };
 
 // Shared memory: tiles first (1024-B aligned), barriers and lengths last.
 template <typename Traits>
 struct SharedStorage {
-  alignas(1024) uint8_t q[Traits::kQStages][Traits::kQBytes];  // Q, then the tile's O staging
+  alignas(1024) uint8_t q[Traits::kQStages][Traits::kQBytes];  // Q, then (two buffers) the tile's O staging
   alignas(1024) uint8_t k[Traits::kStages][Traits::kKVBytes];
   alignas(1024) uint8_t v[Traits::kStages][Traits::kKVBytes];
   alignas(8) uint64_t q_full[Traits::kQStages], q_empty[Traits::kQStages];  // Q landed / buffer free

@@ -65,6 +65,17 @@ __device__ __forceinline__ void end(int g) {
 }
 }  // namespace pingpong
 
+// Named barriers 8 and 9 (256 threads: one warpgroup arrives, the other
+// syncs): with O staged in the ring (Traits::kStageOInRing), "warpgroup 1
+// no longer reads the last K slot" and "warpgroup 0 no longer reads the
+// last V slot". Immediate ids (computed ones made ptxas spill at D = 256).
+namespace ring_handoff {
+__device__ __forceinline__ void k_free_arrive() { asm volatile("bar.arrive 8, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void k_free_wait() { asm volatile("bar.sync 8, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void v_free_arrive() { asm volatile("bar.arrive 9, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void v_free_wait() { asm volatile("bar.sync 9, 256;\n" ::: "memory"); }
+}  // namespace ring_handoff
+
 // A tile in which none of this warpgroup's rows lies below S_q: the last row
 // block of a sequence whose length is not a multiple of the tile height
 // (192-row tiles: S_q = 512, 1024, ...). The warpgroup issues no GEMM and
@@ -168,6 +179,36 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     view.mask(s3, n);
     sm.weights(s3, args.scale_log2, alpha);
   };
+  // Releases of a ring slot's K half (after the S GEMM that reads it) and of
+  // the last V half (after the tail P·V). With O staged in the ring, the
+  // tile's last slot is warpgroup 0's staging in its K half and warpgroup
+  // 1's in its V half: each keeps its own release of that half until its O
+  // stores have read it (forward_kernel.cuh) and tells the other when it no
+  // longer reads it; and Q is released right after the last S GEMM, so the
+  // next tile's Q loads under this tile's last key tile and epilogue.
+  auto release_k = [&](int s, bool last) {
+    if constexpr (Traits::kStageOInRing) {
+      if (last) {  // public
+        tma::arrive(&st.q_empty[view.q_buf]);
+        if (g == 1) {  // public: warpgroup index
+          tma::arrive(&st.k_empty[s]);
+          ring_handoff::k_free_arrive();
+        }
+        return;
+      }
+    }
+    tma::arrive(&st.k_empty[s]);
+  };
+  auto release_last_v = [&](int s) {
+    if constexpr (Traits::kStageOInRing) {
+      if (g == 0) {  // public: warpgroup index
+        tma::arrive(&st.v_empty[s]);
+        ring_handoff::v_free_arrive();
+      }
+      return;
+    }
+    tma::arrive(&st.v_empty[s]);
+  };
   auto pack_p = [&] {
 #pragma unroll
     for (int k = 0; k < BN / 16; ++k)
@@ -216,7 +257,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     after_first_issue();
     wg::wait<0>();
     wg::fence_operands(sacc);
-    tma::arrive(&st.k_empty[view.stage(0)]);
+    release_k(view.stage(0), n_tiles == 1);
     timeline::mark(1 + g, 3);
     timeline::tile(1 + g, view.tc, 3);
     scores_to_p(n_tiles - 1);
@@ -265,7 +306,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::wait<1>();  // S(it) landed; P·V may still run
       }
       wg::fence_operands(sacc);
-      tma::arrive(&st.k_empty[s]);
+      release_k(s, it == n_tiles - 1);
       timeline::mark(1 + g, 3 + 3 * it);
       scores_to_p(n_tiles - 1 - it);
       timeline::mark(1 + g, 4 + 3 * it);
@@ -287,7 +328,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::wait<0>();
     wg::fence_operands(o);
     wg::fence_operands(p);
-    tma::arrive(&st.v_empty[sp]);
+    release_last_v(sp);
     timeline::mark(1 + g, 40);
   } else {  // public: no key tile
     after_first_issue();

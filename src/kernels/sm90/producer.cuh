@@ -58,9 +58,10 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       int32_t L_q = 0, L_k = 0;
       if constexpr (Traits::kHasLengths) kernels::load_lengths(args, tile.batch, L_q, L_k);
       // Q buffer b was last used by tile tc - kQStages: its consumers are
-      // done with it, epilogue (O staged there) included. With two buffers
-      // that tile finished long ago, so this Q and the K/V issued after it
-      // load while the previous tile still runs.
+      // done with it (with two buffers, epilogue -- O staged there --
+      // included; with one, its last S GEMM, O being staged in the ring).
+      // Either way this Q and the K/V issued after it load while the
+      // previous tile still runs.
       const int b = tc % Traits::kQStages;
       tma::wait<true>(&st.q_empty[b], ((tc / Traits::kQStages) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
       timeline::mark(0, 41);
