@@ -382,7 +382,10 @@ int run_sanitize() {
       {DType::kBFloat16, 2, 2, 2, 100, 100, 128, false, LengthMode::kShared, true},
       {DType::kFloat16, 1, 2, 2, 65, 130, 256, true, LengthMode::kNone, true},
       {DType::kBFloat16, 3, 4, 1, 40, 33, 64, false, LengthMode::kSeparate, false},
-      {DType::kFloat16, 2, 2, 1, 150, 150, 128, true, LengthMode::kShared, true}};
+      {DType::kFloat16, 2, 2, 1, 150, 150, 128, true, LengthMode::kShared, true},
+      // D256 with more tiles than SMs: O staged in ring slots that later
+      // tiles' K/V reuse (kernel_traits.cuh, kStageOInRing).
+      {DType::kBFloat16, 6, 8, 4, 300, 250, 256, false, LengthMode::kNone, true}};
   for (const Cfg& c : cfgs) {
     Problem p;
     p.dtype = c.dt; p.batch = c.B; p.heads_q = c.Hq; p.heads_kv = c.Hkv; p.seqlen_q = c.Sq;

@@ -58,6 +58,9 @@ REPRO = [
     ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 4 --heads 8 --heads-kv 2 --seqlen 512 --head-dim 64 --causal --lengths separate"),
     ("bf16 D128 shared", "--dtype bf16 --batch 4 --heads 4 --seqlen 384 --head-dim 128 --lengths shared"),
     ("fp16 D256 causal none Sq<Sk", "--dtype fp16 --batch 3 --heads 4 --seqlen 300 --seqlen-k 400 --head-dim 256 --causal"),
+    # Several tiles per CTA at D256 (192 tiles of 128 rows; O staged in the
+    # ring slot that the next tile's K/V reuse), one per CTA alone (B = 1).
+    ("bf16 D256 none, several tiles per CTA", "--dtype bf16 --batch 4 --heads 8 --seqlen 700 --seqlen-k 250 --head-dim 256"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
