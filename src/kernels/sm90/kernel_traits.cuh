@@ -93,7 +93,7 @@ struct Sm90Traits {
   // the V half, 64 rows each -- so that Q is released as soon as the tile's
   // last S GEMM has read it and the next tile's Q loads under the last key
   // tile and the epilogue (mainloop.cuh, forward_kernel.cuh). It waited for
-  // the epilogue's stores before: D256 +1.4 to +8 % in an A/B
+  // the epilogue's stores before: D256 +1.5 to +7 % (medians) in an A/B
   // (docs/perf-log.md, session 8). DHP_SM90_O_IN_RING=0 restores that (A/B).
   static constexpr bool kStageOInRing = kQStages == 1 && DHP_SM90_O_IN_RING != 0;
   static_assert(!kStageOInRing || (kConsumers == 2 && kKVBytes >= 64 * D * 2),
