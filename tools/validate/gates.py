@@ -1,7 +1,9 @@
 """dhp-validate: runs the GPU security gates of docs/threat-model.md and judges them.
 
-  gate 1  hardware-counter differential (ncu, >= 10 input classes) and the
-          dudect timing leakage test (fixed vs random values; fixed vs random lengths)
+  gate 1  hardware-counter differential (ncu, >= 10 input classes): kernel
+          totals, and per SASS instruction outside the wait-retry blocks
+          (per_pc.py); the dudect timing leakage test (fixed vs random
+          values; fixed vs random lengths)
   gate 3  bitwise reproducibility (1000 launches) and batch invariance
   also    compute-sanitizer memcheck / racecheck / synccheck / initcheck on small
           configurations, and the leaky control, which must FAIL gate 1, the
@@ -23,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ncu  # noqa: E402
+import per_pc  # noqa: E402
 
 ROOT = ncu.ROOT
 
@@ -211,14 +214,19 @@ class Ctx:
             f.write(msg + "\n")
 
 
+def gate1_runs(ctx):
+    """(name, configuration, expected verdict): the shipped kernel's, then the control's."""
+    runs = [(n, c, "PASS") for n, c in GATE1]
+    if ctx.args.control:
+        runs.append((CONTROL_GATE1, "--kernel leaky " + GATE1[0][1], "FAIL"))
+    return runs
+
+
 def step_counters(ctx):
     known = ncu.available_metrics(ctx.raw / "ncu-query-metrics.txt")
     metrics, dropped = ncu.usable([m for _, m in GATED + REPORTED], known)
     ctx.say(f"gate 1 counters: {len(metrics)} metrics ({len(dropped)} unknown to this ncu: {', '.join(dropped) or '-'})")
-    runs = [(n, c, "PASS") for n, c in GATE1]
-    if ctx.args.control:
-        runs.append((CONTROL_GATE1, "--kernel leaky " + GATE1[0][1], "FAIL"))
-    recs = []
+    runs, recs = gate1_runs(ctx), []
     for name, cfg, expect in runs:
         csvp, jsonp = ctx.raw / f"ncu-{slug(name)}.csv", ctx.raw / f"classes-{slug(name)}.json"
         csvp.unlink(missing_ok=True)
@@ -261,6 +269,46 @@ def step_counters(ctx):
         ctx.say(f"  {name}: {res['verdict']} ({detail})")
         recs.append(res)
     ctx.report["steps"]["counters"] = recs
+
+
+def step_perpc(ctx):
+    """Gate 1 per SASS instruction: the same classes, profiled with ncu's
+    source counters; every instruction's counts must be identical in every
+    launch outside the wait-retry blocks (tools/validate/per_pc.py)."""
+    runs, recs = gate1_runs(ctx), []
+    for name, cfg, expect in runs:
+        stem, jsonp = ctx.raw / f"perpc-{slug(name)}", ctx.raw / f"classes-perpc-{slug(name)}.json"
+        jsonp.unlink(missing_ok=True)
+        rc, _ = ncu.run(["ncu", "--clock-control", "none", "--kernel-name", ncu.KERNEL_REGEX, "--section",
+                         "SourceCounters", "-f", "-o", stem, ctx.exe, "classes", *cfg.split(), "--repeats",
+                         ctx.args.repeats, "--out", jsonp], ctx.log, timeout=1200)
+        names = [c["name"] for c in json.loads(jsonp.read_text())["classes"]] if jsonp.exists() else []
+        rep = Path(str(stem) + ".ncu-rep")
+        res = {"verdict": "ERROR", "why": f"ncu exit {rc}, no report"}
+        if rep.exists():
+            profiled, sass = per_pc.load(rep)
+            rep.unlink()  # large; the judgement below keeps what matters
+            families = {}
+            for kname, counts, base in profiled:
+                families.setdefault(ncu.kernel_family(kname), []).append((kname, counts, base))
+            res = {"verdict": "PASS", "families": {}}
+            for fam, items in families.items():
+                kinds = {k for k, _, _ in items}
+                if len(kinds) != 1:
+                    sub = {"verdict": "ERROR", "why": f"{len(kinds)} different kernels in one family"}
+                else:
+                    text, base = sass[items[0][0]]
+                    sub = per_pc.judge_per_pc([c for _, c, _ in items], names, text, base)
+                res["families"][fam] = sub
+                if sub["verdict"] != "PASS" and res["verdict"] != "ERROR":
+                    res["verdict"] = sub["verdict"]
+        fams = res.get("families", {})
+        detail = "; ".join(f"{fam}: {per_pc.describe(sub)}" for fam, sub in fams.items()) or res.get("why", "")
+        res.update(name=name, config=cfg, expected=expect, exit=rc)
+        ctx.rows.append(verdict_row("1 per-instruction", name, expect, res["verdict"], detail))
+        ctx.say(f"  {name}: {res['verdict']} ({detail})")
+        recs.append(res)
+    ctx.report["steps"]["perpc"] = recs
 
 
 def step_dudect(ctx, runs=None, key="dudect"):
@@ -381,7 +429,7 @@ def step_profile(ctx):
     ctx.say(ncu.perf_text(LARGE, rec))
 
 
-STEPS = {"counters": step_counters, "repro": step_repro, "sanitize": step_sanitize,
+STEPS = {"counters": step_counters, "perpc": step_perpc, "repro": step_repro, "sanitize": step_sanitize,
          "dudect": step_dudect, "extra": step_extra, "audit": step_audit, "profile": step_profile}
 
 
@@ -400,6 +448,14 @@ def summary_md(ctx):
             out.append(counter_table_md(res))
         for d in res.get("differing", []):
             out.append(f"- {d['metric']} ({d['state']}): " + "; ".join(f"{v}: {', '.join(c)}" for v, c in d["values"].items()))
+    for res in r["steps"].get("perpc", []):
+        out.append(f"\n## Gate 1 per instruction: {res['name']} — {res['verdict']}\n\n`{res['config']}`\n")
+        for fam, sub in res.get("families", {}).items():
+            out.append(f"- {fam}: {sub['verdict']}: {per_pc.describe(sub)}; guards {sub.get('guards')}, "
+                       f"rejected blocks {sub.get('rejected_blocks')}, inst outside retry blocks {sub.get('inst_outside_retry')}")
+            for f in sub.get("findings", [])[:12]:
+                out.append(f"  - +0x{f['offset']:x} `{f['sass']}` {f['metric']} ({f['state']}): "
+                           + "; ".join(f"{c}: {'/'.join(map(str, v))}" for c, v in f["values"].items()))
     timing = r["steps"].get("dudect", []) + r["steps"].get("extra", [])
     if timing:
         out.append("\n## Timing leakage test (dudect)\n\n| run | configuration | test | n | max abs t | worst test | t raw | t 2nd order | median fixed / random (us) | result |\n|---|---|---|---|---|---|---|---|---|---|")
@@ -492,7 +548,7 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT") or "validate-out")
     ap.add_argument("--build-dir", default=str(ROOT / "build" / "validate-gpu"))
-    ap.add_argument("--steps", default="counters,repro,sanitize,dudect,audit,profile",
+    ap.add_argument("--steps", default="counters,perpc,repro,sanitize,dudect,audit,profile",
                     help="comma-separated subset of: " + ",".join(STEPS))
     ap.add_argument("--repeats", type=int, default=3, help="launches per input class under ncu (gate 1)")
     ap.add_argument("--only", default="", help="regex: run only the timing runs whose name matches")
@@ -576,5 +632,6 @@ def selftest():
                                          classes=classes)), "the table marks differing cells")
     check(ncu.usable(["a__b.sum", "launch__grid_size", "c__d.sum"], {"a__b"}) == (["a__b.sum", "launch__grid_size"], ["c__d.sum"]),
           "metrics unknown to ncu are dropped and listed")
+    per_pc.selftest(check)
     print(f"report selftest: {'PASS' if not failed else 'FAIL'}")
     return 1 if failed else 0

@@ -1,0 +1,272 @@
+"""Gate 1 per SASS instruction: Nsight Compute's source counters of every
+profiled launch, compared instruction by instruction across input classes.
+
+Why per instruction. The kernel-wide totals of gate 1 can hide two
+differences that cancel, and some totals (instructions, branches) vary
+between launches of identical inputs: a warp that waits on an mbarrier
+retries its try-wait a timing-dependent number of times. Here every SASS
+instruction's counts must be identical in every launch, except inside the
+wait-retry blocks, which are found in the SASS itself and must consist of
+nothing but the retry (see RETRY_OPS, ALLOC_OPS); their counts are reported.
+
+What a retry block is (ptxas's code for `mbarrier.try_wait` in a loop):
+
+    SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [bar], phase   <- in line, counted
+    @!P0 BRA retry                                     <- guard: only its
+                                                          predicate-true and
+                                                          branch counts vary
+    ...
+  retry:
+    [IMAD.U32 / MOV: the barrier address again]
+    SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [bar], phase
+    @!P0 NANOSLEEP.SYNCS hint
+    @!P0 SYNCS.PHASECHK.TRANS64 P0, [bar], phase
+    @!P0 BRA retry
+    BRA back
+
+Whether such a loop turns depends on when a copy lands or another warp
+arrives, i.e. on timing, which the dudect test judges; its exit predicate is
+a barrier phase, which dhp-audit (gate 2) already requires to be public.
+The parsing and judging functions are pure (tested by selftest(); no GPU);
+load() needs ncu's Python module `ncu_report` (extras/python of Nsight Compute).
+"""
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+# (alias, source-level metric of the SourceCounters section).
+PER_PC = [
+    ("inst", "inst_executed"),
+    ("thread_inst", "thread_inst_executed"),
+    ("thread_inst_pred_on", "thread_inst_executed_true"),
+    ("branch_divergent", "smsp__branch_targets_threads_divergent"),
+    ("l1_tag_req_global", "memory_l1_tag_requests_global"),
+    ("l2_sectors_global", "memory_l2_theoretical_sectors_global"),
+    ("smem_wavefronts", "memory_l1_wavefronts_shared"),
+]
+# Of the guard branch in front of a retry block only these may vary (it runs
+# every time; whether it is taken is the wait's outcome).
+GUARD_VARIES = {"thread_inst_pred_on", "branch_divergent"}
+# Opcodes a retry block may contain; anything else and the block is not exempt.
+RETRY_OPS = {"SYNCS.PHASECHK.TRANS64.TRYWAIT", "SYNCS.PHASECHK.TRANS64", "NANOSLEEP.SYNCS", "BRA", "IMAD.U32",
+             "MOV", "IMAD.MOV.U32"}
+# `setmaxnreg.inc` is a loop too: it retries until the warps that gave their
+# registers back (setmaxnreg.dec) have done so -- timing again, not data.
+ALLOC_OPS = {"WARPSYNC.ALL", "USETMAXREG.TRY_ALLOC.CTAPOOL", "PLOP3.LUT", "BRA"}
+_PRED = re.compile(r"^@(!?)(U?P[T0-9]+)\s+")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def parse_sass(sass_by_off):
+    """{offset: SASS text} -> list of (offset, negated, predicate, opcode, operands) in address order."""
+    out = []
+    for off in sorted(sass_by_off):
+        text = str(sass_by_off[off]).strip().rstrip(";").strip()
+        m = _PRED.match(text)
+        neg, pred = (m.group(1) == "!", m.group(2)) if m else (False, "")
+        body = text[m.end():] if m else text
+        opcode, _, operands = body.partition(" ")
+        out.append((off, neg, pred, opcode, operands.strip()))
+    return out
+
+
+def branch_target(operands, base):
+    """The offset a BRA jumps to (ncu prints absolute addresses), or None."""
+    m = _HEX.search(operands)
+    return int(m.group(0), 16) - base if m else None
+
+
+def retry_blocks(insts, base=0):
+    """Finds the wait-retry blocks. Returns (exempt offsets, guard offsets,
+    list of blocks as (start, end) offsets, list of rejected blocks with the
+    opcode that disqualified them)."""
+    index = {off: i for i, (off, *_rest) in enumerate(insts)}
+    exempt, guards, blocks, rejected = set(), set(), [], []
+    for i, (off, _neg, _pred, op, operands) in enumerate(insts):
+        if op != "SYNCS.PHASECHK.TRANS64.TRYWAIT":
+            continue
+        flag = operands.split(",")[0].strip()
+        for j in range(i + 1, min(i + 4, len(insts))):
+            goff, gneg, gpred, gop, gops = insts[j]
+            if gop != "BRA" or not gneg or gpred != flag:
+                continue
+            start = branch_target(gops, base)
+            if start not in index or start < off:
+                break  # the in-line check's guard jumps forward to its out-of-line block
+            k, body = index[start], []
+            while k < len(insts):
+                body.append(insts[k])
+                if insts[k][3] == "BRA" and not insts[k][2]:
+                    break  # the unconditional jump back ends the block
+                k += 1
+            bad = [b[3] for b in body if b[3] not in RETRY_OPS]
+            has_wait = any(b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for b in body)
+            if bad or not has_wait or not (body and body[-1][3] == "BRA" and not body[-1][2]):
+                rejected.append((start, bad[0] if bad else "no TRYWAIT / no closing BRA"))
+                break
+            if (start, body[-1][0]) not in blocks:
+                blocks.append((start, body[-1][0]))
+            exempt.update(b[0] for b in body)
+            guards.add(goff)
+            break
+    for j, (boff, bneg, bpred, op, operands) in enumerate(insts):
+        start = branch_target(operands, base) if op == "BRA" and bpred else None
+        if start is None or start not in index or start >= boff:
+            continue
+        body = insts[index[start]:j + 1]
+        if all(b[3] in ALLOC_OPS for b in body) and any(b[3].startswith("USETMAXREG") for b in body):
+            blocks.append((start, boff))
+            exempt.update(b[0] for b in body)
+    return exempt, guards - exempt, blocks, rejected
+
+
+def judge_per_pc(launches, classes, sass_by_off=None, base=0):
+    """launches: per launch {offset: {alias: count}} (one kernel, launch
+    order); classes: the input class of each launch. Every (offset, metric)
+    outside the retry blocks must be identical in all launches."""
+    if not launches or len(launches) != len(classes):
+        return {"verdict": "ERROR", "why": f"{len(launches)} profiled launches for {len(classes)} classes"}
+    group = [("normal" if c == "normal-repeat" else c) for c in classes]
+    insts = parse_sass(sass_by_off or {})
+    exempt, guards, blocks, rejected = retry_blocks(insts, base)
+    offsets = sorted(set().union(*launches))
+    aliases = [a for a, _ in PER_PC if any(a in v for l in launches for v in l.values())]
+    findings, retry_inst, compared = [], [0] * len(launches), 0
+    for off in offsets:
+        for alias in aliases:
+            vals = [l.get(off, {}).get(alias, 0) for l in launches]
+            if off in exempt:
+                if alias == "inst":
+                    retry_inst = [r + v for r, v in zip(retry_inst, vals)]
+                continue
+            if off in guards and alias in GUARD_VARIES:
+                continue
+            compared += 1
+            if len(set(vals)) == 1:
+                continue
+            per = {}
+            for g, v in zip(group, vals):
+                per.setdefault(g, []).append(v)
+            repeatable = all(len(set(v)) == 1 for v in per.values())
+            findings.append({"offset": off, "metric": alias, "sass": str((sass_by_off or {}).get(off, "?")),
+                             "state": "differs between classes" if repeatable else "varies between identical launches",
+                             "values": {c: v for c, v in per.items()}})
+    outside = [sum(l.get(o, {}).get("inst", 0) for o in offsets if o not in exempt) for l in launches]
+    verdict = "FAIL" if findings else ("PASS" if compared else "ERROR")
+    return {"verdict": verdict, "why": "" if compared else "no per-instruction counts collected",
+            "instructions": len(offsets), "comparisons": compared, "metrics": aliases,
+            "retry_blocks": len(blocks), "exempt_instructions": len(exempt), "guards": len(guards),
+            "rejected_blocks": rejected, "retry_inst_range": [min(retry_inst), max(retry_inst)],
+            "inst_outside_retry": sorted(set(outside)), "findings": findings[:40], "n_findings": len(findings)}
+
+
+def describe(res):
+    if res["verdict"] == "ERROR":
+        return res.get("why", "error")
+    head = (f"{res['instructions']} instructions x {len(res['metrics'])} counters identical outside "
+            f"{res['retry_blocks']} wait-retry blocks ({res['exempt_instructions']} instructions; their "
+            f"inst {res['retry_inst_range'][0]}-{res['retry_inst_range'][1]})")
+    if res["verdict"] == "PASS":
+        return head
+    f = res["findings"][0]
+    return (f"{res['n_findings']} (instruction, counter) pairs differ, e.g. +0x{f['offset']:x} {f['sass'][:48]!r} "
+            f"{f['metric']}: {f['state']}")
+
+
+# ---------------------------------------------------------------------------
+# Reading an ncu report (on the GPU machine)
+
+def ncu_report_module():
+    """Imports ncu_report from the Nsight Compute next to `ncu` on PATH."""
+    ncu = shutil.which("ncu")
+    roots = [Path(ncu).resolve().parent] if ncu else []
+    roots += sorted(Path("/opt/nvidia/nsight-compute").glob("*")) + sorted(Path("/usr/local/cuda").glob("nsight-compute*"))
+    for r in roots:
+        for cand in (r / "extras" / "python", r.parent / "extras" / "python"):
+            if (cand / "ncu_report.py").exists():
+                sys.path.insert(0, str(cand))
+                import ncu_report  # noqa: E402
+                return ncu_report
+    raise RuntimeError("ncu_report (Nsight Compute extras/python) not found")
+
+
+def load(report_path):
+    """Per profiled launch: (kernel name, {offset: {alias: count}}, base), and
+    per kernel name the SASS {offset: text} of one of its launches."""
+    mod = ncu_report_module()
+    ctx = mod.load_report(str(report_path))
+    launches, sass = [], {}
+    for ri in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(ri)
+        for ai in range(rng.num_actions()):
+            act = rng.action_by_idx(ai)
+            name = act.name()
+            counts = {}
+            for alias, metric in PER_PC:
+                m = act.metric_by_name(metric)
+                if m is None or not m.has_correlation_ids():
+                    continue
+                ids = m.correlation_ids()
+                for i in range(m.num_instances()):
+                    counts.setdefault(ids.as_uint64(i), {})[alias] = m.as_uint64(i)
+            base = min(counts) if counts else 0
+            launches.append((name, {pc - base: v for pc, v in counts.items()}, base))
+            if name not in sass and counts:
+                sass[name] = ({pc - base: act.sass_by_pc(pc) for pc in counts}, base)
+    return launches, sass
+
+
+# ---------------------------------------------------------------------------
+
+def selftest(check):
+    """Pure-function checks (no GPU), reported through check(ok, what)."""
+    base = 0x7000
+    text = {
+        0x00: "LDC R1, c[0x0][0x28]",
+        0x10: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R5+UR8+0x30000], R0",
+        0x20: "@!P0 BRA 0x7060",
+        0x30: "FADD R2, R2, R3",
+        0x40: "@!P5 BRA 0x7030",
+        0x50: "EXIT",
+        0x60: "IMAD.U32 R3, RZ, RZ, UR8",
+        0x70: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x30000], R0",
+        0x80: "@!P0 NANOSLEEP.SYNCS 0x989680",
+        0x90: "@!P0 SYNCS.PHASECHK.TRANS64 P0, [R3+URZ+0x30000], R0",
+        0xa0: "@!P0 BRA 0x7060",
+        0xb0: "BRA 0x7030",
+    }
+    insts = parse_sass(text)
+    check(insts[2][1:4] == (True, "P0", "BRA") and insts[0][3] == "LDC", "SASS lines parsed (predicate, opcode)")
+    exempt, guards, blocks, rejected = retry_blocks(insts, base)
+    check(exempt == {0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0} and guards == {0x20} and blocks == [(0x60, 0xb0)]
+          and not rejected, "the out-of-line try-wait loop is one retry block; its in-line branch is the guard")
+    bad = dict(text)
+    bad[0x80] = "@!P0 FADD R2, R2, R3"
+    ex2, _, _, rej2 = retry_blocks(parse_sass(bad), base)
+    check(not ex2 and rej2 and rej2[0][1] == "FADD", "a retry block that also computes is not exempt")
+
+    alloc = {0x00: "WARPSYNC.ALL", 0x10: "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8",
+             0x20: "PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0", 0x30: "@!P0 BRA 0x7000", 0x40: "FADD R2, R2, R3"}
+    ex3, _, bl3, _ = retry_blocks(parse_sass(alloc), base)
+    check(ex3 == {0x00, 0x10, 0x20, 0x30} and bl3 == [(0x00, 0x30)], "the setmaxnreg.inc retry loop is exempt, not what follows it")
+    alloc[0x20] = "FMUL R2, R2, R3"
+    check(not retry_blocks(parse_sass(alloc), base)[0], "a backward loop that computes is not exempt")
+
+    def launch(retries, fadd=64, taken=0):
+        return {0x00: {"inst": 8, "thread_inst": 256}, 0x10: {"inst": 8}, 0x20: {"inst": 8, "thread_inst_pred_on": taken},
+                0x30: {"inst": fadd, "thread_inst": fadd * 32}, 0x70: {"inst": retries}, 0xa0: {"inst": retries}}
+    classes = ["normal", "zeros", "len-0", "normal-repeat"]
+    res = judge_per_pc([launch(3), launch(0, taken=32), launch(7), launch(1)], classes, text, base)
+    check(res["verdict"] == "PASS" and res["retry_inst_range"] == [0, 14], "retries that vary between launches are exempt and reported")
+    res = judge_per_pc([launch(3), launch(0), launch(3, fadd=56), launch(3)], classes, text, base)
+    check(res["verdict"] == "FAIL" and res["findings"][0]["offset"] == 0x30 and res["findings"][0]["state"] == "differs between classes",
+          "a class that runs fewer iterations of a computing instruction fails, and the instruction is named")
+    res = judge_per_pc([launch(3), launch(3), launch(3), launch(3, fadd=65)], classes, text, base)
+    check(res["verdict"] == "FAIL" and res["findings"][0]["state"] == "varies between identical launches",
+          "variation outside a retry block fails even within a class")
+    res = judge_per_pc([launch(3)] * 3, classes)
+    check(res["verdict"] == "ERROR", "a missing launch is an error")
+    res = judge_per_pc([launch(3), launch(5), launch(3), launch(3)], classes, {})
+    check(res["verdict"] == "FAIL", "without the SASS nothing is exempt")
