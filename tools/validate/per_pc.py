@@ -33,7 +33,9 @@ load() needs ncu's Python module `ncu_report` (extras/python of Nsight Compute).
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 # (alias, source-level metric of the SourceCounters section).
@@ -88,13 +90,20 @@ def retry_blocks(insts, base=0):
         if op != "SYNCS.PHASECHK.TRANS64.TRYWAIT":
             continue
         flag = operands.split(",")[0].strip()
-        for j in range(i + 1, min(i + 4, len(insts))):
+        # The guard follows within a few instructions (ptxas may schedule
+        # independent work between); stop at any other branch or at a
+        # redefinition of the flag.
+        for j in range(i + 1, min(i + 17, len(insts))):
             goff, gneg, gpred, gop, gops = insts[j]
-            if gop != "BRA" or not gneg or gpred != flag:
+            if gop != "BRA":
+                if gop in ("EXIT", "SYNCS.PHASECHK.TRANS64.TRYWAIT") or gops.split(",")[0].strip() == flag:
+                    break
                 continue
+            if not gneg or gpred != flag:
+                break
             start = branch_target(gops, base)
-            if start not in index or start < off:
-                break  # the in-line check's guard jumps forward to its out-of-line block
+            if start not in index or start <= goff:
+                break  # an in-line check's guard jumps forward (a retry loop's own branch turns back)
             k, body = index[start], []
             while k < len(insts):
                 body.append(insts[k])
@@ -103,8 +112,15 @@ def retry_blocks(insts, base=0):
                 k += 1
             bad = [b[3] for b in body if b[3] not in RETRY_OPS]
             has_wait = any(b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for b in body)
-            if bad or not has_wait or not (body and body[-1][3] == "BRA" and not body[-1][2]):
-                rejected.append((start, bad[0] if bad else "no TRYWAIT / no closing BRA"))
+            back = insts[j + 1][0] if j + 1 < len(insts) else None  # where the guard falls through
+            closed = bool(body) and body[-1][3] == "BRA" and not body[-1][2] and \
+                branch_target(body[-1][4], base) == back
+            # Inside, a branch may only turn back to the block's start.
+            loops_only = all(branch_target(b[4], base) == start for b in body[:-1] if b[3] == "BRA")
+            if bad or not has_wait or not closed or not loops_only:
+                why = bad[0] if bad else ("no TRYWAIT" if not has_wait else
+                                          "does not return behind its guard" if not closed else "branches elsewhere")
+                rejected.append((start, why))
                 break
             if (start, body[-1][0]) not in blocks:
                 blocks.append((start, body[-1][0]))
@@ -116,7 +132,8 @@ def retry_blocks(insts, base=0):
         if start is None or start not in index or start >= boff:
             continue
         body = insts[index[start]:j + 1]
-        if all(b[3] in ALLOC_OPS for b in body) and any(b[3].startswith("USETMAXREG") for b in body):
+        if all(b[3] in ALLOC_OPS for b in body) and any(b[3].startswith("USETMAXREG") for b in body) and \
+                sum(b[3] == "BRA" for b in body) == 1:
             blocks.append((start, boff))
             exempt.update(b[0] for b in body)
     return exempt, guards - exempt, blocks, rejected
@@ -246,6 +263,12 @@ def selftest(check):
     bad[0x80] = "@!P0 FADD R2, R2, R3"
     ex2, _, _, rej2 = retry_blocks(parse_sass(bad), base)
     check(not ex2 and rej2 and rej2[0][1] == "FADD", "a retry block that also computes is not exempt")
+    away = dict(text)
+    away[0xb0] = "BRA 0x7040"
+    check(not retry_blocks(parse_sass(away), base)[0], "a retry block that returns anywhere but behind its guard is not exempt")
+    away = dict(text)
+    away[0xa0] = "@!P0 BRA 0x7000"
+    check(not retry_blocks(parse_sass(away), base)[0], "a retry block that branches anywhere but to its start is not exempt")
 
     alloc = {0x00: "WARPSYNC.ALL", 0x10: "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8",
              0x20: "PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0", 0x30: "@!P0 BRA 0x7000", 0x40: "FADD R2, R2, R3"}
@@ -270,3 +293,63 @@ def selftest(check):
     check(res["verdict"] == "ERROR", "a missing launch is an error")
     res = judge_per_pc([launch(3), launch(5), launch(3), launch(3)], classes, {})
     check(res["verdict"] == "FAIL", "without the SASS nothing is exempt")
+
+
+# ---------------------------------------------------------------------------
+# The shipped library's SASS, without a GPU (ctest validate_retry_blocks):
+# every in-line try-wait of every Hopper kernel must lead to a retry block
+# that the rule above accepts, so that the GPU step's exemptions are the
+# ones this file describes and nothing else.
+
+def sass_functions(text):
+    """cuobjdump -sass output -> {function: {offset: instruction}}."""
+    funcs, cur = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            cur = funcs.setdefault(m.group(1), {})
+            continue
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if m and cur is not None:
+            cur[int(m.group(1), 16)] = m.group(2)
+    return funcs
+
+
+def check_library(lib, cuobjdump):
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([cuobjdump, "-xelf", "all", str(Path(lib).resolve())], cwd=tmp, check=True,
+                       stdout=subprocess.DEVNULL)
+        cubins = sorted(Path(tmp).glob("*sm_90a*.cubin"))
+        texts = [subprocess.run([cuobjdump, "-sass", str(c)], capture_output=True, text=True, check=True).stdout
+                 for c in cubins]
+    checked, failed = 0, 0
+    for text in texts:
+        for name, code in sass_functions(text).items():
+            insts = parse_sass(code)
+            waits = sum(i[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for i in insts)
+            allocs = sum(i[3].startswith("USETMAXREG.TRY_ALLOC") for i in insts)
+            if not waits and not allocs:
+                continue
+            exempt, guards, blocks, rejected = retry_blocks(insts)
+            ok = waits == 2 * len(guards) and len(blocks) == len(guards) + allocs and not rejected
+            checked += 1
+            failed += 0 if ok else 1
+            if not ok:
+                print(f"FAIL {name[:90]}: {waits} try-waits, {len(guards)} guarded retry blocks, "
+                      f"{allocs} setmaxnreg loops, {len(blocks)} blocks, rejected {rejected}")
+    print(f"retry blocks: {checked} Hopper kernels checked, {failed} not fully covered")
+    return 1 if failed or not checked else 0
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description="Checks that every mbarrier try-wait and setmaxnreg loop of the "
+                                 "library's sm_90a kernels is a retry block the per-instruction gate accepts.")
+    ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
+    ap.add_argument("library")
+    a = ap.parse_args(argv)
+    return check_library(a.library, a.cuobjdump)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
