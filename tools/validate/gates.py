@@ -289,22 +289,26 @@ def step_perpc(ctx):
             profiled, sass = per_pc.load(rep)
             rep.unlink()  # large; the judgement below keeps what matters
             families = {}
-            for kname, counts, base in profiled:
-                families.setdefault(ncu.kernel_family(kname), []).append((kname, counts, base))
-            res = {"verdict": "PASS", "families": {}}
+            for kname, counts in profiled:
+                families.setdefault(ncu.kernel_family(kname), []).append((kname, counts))
+            # No attention launch in the report is an error, not an empty pass.
+            res = {"verdict": "PASS" if "attention" in families else "ERROR", "families": {},
+                   "why": "" if "attention" in families else "no attention kernel in the ncu report"}
             for fam, items in families.items():
-                kinds = {k for k, _, _ in items}
+                kinds = {k for k, _ in items}
                 if len(kinds) != 1:
                     sub = {"verdict": "ERROR", "why": f"{len(kinds)} different kernels in one family"}
                 else:
                     text, base = sass[items[0][0]]
-                    sub = per_pc.judge_per_pc([c for _, c, _ in items], names, text, base)
+                    sub = per_pc.judge_per_pc([c for _, c in items], names, text, base)
                 res["families"][fam] = sub
                 if sub["verdict"] != "PASS" and res["verdict"] != "ERROR":
                     res["verdict"] = sub["verdict"]
         fams = res.get("families", {})
         detail = "; ".join(f"{fam}: {per_pc.describe(sub)}" for fam, sub in fams.items()) or res.get("why", "")
         res.update(name=name, config=cfg, expected=expect, exit=rc)
+        if rc not in (0, 1) and res["verdict"] != "ERROR":
+            res["verdict"], detail = "ERROR", f"runner exit {rc}; {detail}"
         ctx.rows.append(verdict_row("1 per-instruction", name, expect, res["verdict"], detail))
         ctx.say(f"  {name}: {res['verdict']} ({detail})")
         recs.append(res)

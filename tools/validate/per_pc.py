@@ -210,8 +210,9 @@ def ncu_report_module():
 
 
 def load(report_path):
-    """Per profiled launch: (kernel name, {offset: {alias: count}}, base), and
-    per kernel name the SASS {offset: text} of one of its launches."""
+    """Per profiled launch: (kernel name, {offset: {alias: count}}), and per
+    kernel name (the SASS {offset: text} of one of its launches, its base
+    address: ncu prints branch targets as absolute addresses)."""
     mod = ncu_report_module()
     ctx = mod.load_report(str(report_path))
     launches, sass = [], {}
@@ -229,7 +230,7 @@ def load(report_path):
                 for i in range(m.num_instances()):
                     counts.setdefault(ids.as_uint64(i), {})[alias] = m.as_uint64(i)
             base = min(counts) if counts else 0
-            launches.append((name, {pc - base: v for pc, v in counts.items()}, base))
+            launches.append((name, {pc - base: v for pc, v in counts.items()}))
             if name not in sass and counts:
                 sass[name] = ({pc - base: act.sass_by_pc(pc) for pc in counts}, base)
     return launches, sass
