@@ -37,6 +37,31 @@ namespace dhp::sm90 {
 #endif
 // Compile-time switch; both forms pass the GPU suite (docs/perf-log.md).
 inline constexpr bool kIntraOverlap = DHP_SM90_INTRA_WG_OVERLAP != 0;
+// What the ping-pong turn guards (DHP_SM90_TURN_EXP, a bit mask of the
+// kernels that take the turn around the exp2 stream; the others take it
+// around their GEMM issue):
+//  * around the GEMM issue (S(j+1) and P(j)·V(j)): the softmaxes of the
+//    warpgroups may run at the same time and share the sub-partitions' MUFU;
+//  * around the exp2 stream of the softmax (the MUFU phase, with the O
+//    rescale and the packing of P beside it): each warpgroup waits for both
+//    of its GEMMs before its softmax and issues the next ones as soon as its
+//    exp2 stream is done, so one warpgroup's exp2 stream never shares the
+//    MUFU with the other's, and the other's row max, GEMM issue and GEMM
+//    wait run under it. This is how cuDNN's D = 64 kernel takes its turns
+//    (read in its SASS with scripts/ncu-sass-stalls --cudnn).
+// Bit 1: the two-consumer D = 64 kernel (shipped: +3 % on D64 causal S512 /
+// S1024, +4 to +7 % on every shape with 128-row tiles forced); bit 2: the
+// three-consumer kernel (-3 to -4 %: one softmax at a time cannot keep three
+// warpgroups' GEMMs fed); bit 4: also D = 128 / 256 (-2 %: there the
+// softmax is longer than the other warpgroup's GEMMs). docs/perf-log.md,
+// session 10.
+#ifndef DHP_SM90_TURN_EXP
+#define DHP_SM90_TURN_EXP 1
+#endif
+template <typename Traits>
+inline constexpr bool kTurnExp =
+    ((DHP_SM90_TURN_EXP & 1) && Traits::kConsumers == 2 || (DHP_SM90_TURN_EXP & 2) && Traits::kConsumers == 3) &&
+    (Traits::kHeadDim == 64 || (DHP_SM90_TURN_EXP & 4));
 
 namespace pingpong {
 // Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
@@ -109,8 +134,10 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
     tma::arrive(&st.v_empty[view.stage(it - 1)]);
   }
   tma::wait<true>(&st.v_full[view.stage(n_tiles - 1)], view.parity(n_tiles - 1));
-  pingpong::wait_turn<NC>(view.g);
-  pingpong::pass_turn<NC>(view.g);
+  if constexpr (!kTurnExp<Traits>) {  // with turns around the exp2 stream: one per key tile, no tail turn
+    pingpong::wait_turn<NC>(view.g);
+    pingpong::pass_turn<NC>(view.g);
+  }
   before_tail_wait();
   tma::arrive(&st.v_empty[view.stage(n_tiles - 1)]);
 }
@@ -130,7 +157,12 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // With three consumer warpgroups the other two cover one's softmax, and
   // 160 registers do not hold S, P and O at once: each warpgroup waits for
   // both of its GEMMs before its softmax (kSerial).
-  constexpr bool kSerial = Traits::kConsumers == 3;
+  constexpr bool kTurnExp = sm90::kTurnExp<Traits>;
+  constexpr bool kSerial = Traits::kConsumers == 3 || kTurnExp;
+  // The turn around the GEMM issue (with kTurnExp none: the turn is taken
+  // in scores_to_p, before the exp2 stream, and passed in finish_tile).
+  auto gemm_turn_wait = [&] { if constexpr (!kTurnExp) pingpong::wait_turn<Traits::kConsumers>(view.g); };
+  auto gemm_turn_pass = [&] { if constexpr (!kTurnExp) pingpong::pass_turn<Traits::kConsumers>(view.g); };
   static_assert(!(kSerial && kIntraOverlap), "intra-warpgroup overlap needs P live during the softmax");
   auto& st = view.st;
   const auto& args = view.args;
@@ -177,7 +209,16 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   auto scores_to_p = [&](int32_t n) {
     auto& s3 = as_frag<BN>(sacc);
     view.mask(s3, n);
-    sm.weights(s3, args.scale_log2, alpha);
+    if constexpr (kTurnExp) {
+      sm.max_phase(s3, args.scale_log2, alpha);
+      pingpong::wait_turn<Traits::kConsumers>(g);
+      // ptxas would hoist the exp2 stream above the barrier wait (it moves
+      // arithmetic across it): a block boundary keeps the stream behind it.
+      kernels::block_boundary(static_cast<int32_t>(view.kv0) + n);
+      sm.exp_phase(s3, args.scale_log2, alpha);
+    } else {
+      sm.weights(s3, args.scale_log2, alpha);
+    }
   };
   // Releases of a ring slot's K half (after the S GEMM that reads it) and of
   // the last V half (after the tail P·V). With O staged in the ring, the
@@ -249,11 +290,11 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     timeline::mark(1 + g, 2);
-    pingpong::wait_turn<Traits::kConsumers>(g);
+    gemm_turn_wait();
     wg::fence_operands(sacc);
     wg::fence();
     issue_qk(view.stage(0));
-    pingpong::pass_turn<Traits::kConsumers>(g);
+    gemm_turn_pass();
     after_first_issue();
     wg::wait<0>();
     wg::fence_operands(sacc);
@@ -281,6 +322,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
       SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
+      if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn
     };
     if constexpr (!kIntraOverlap) finish_tile(1);  // packs P(0); nothing in flight
     for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
@@ -290,14 +332,14 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       tma::wait<true>(&st.k_full[s], ph);
       tma::wait<true>(&st.v_full[sp], php);
       timeline::mark(1 + g, 2 + 3 * it);
-      pingpong::wait_turn<Traits::kConsumers>(g);
+      gemm_turn_wait();
       wg::fence_operands(sacc);
       wg::fence_operands(o);
       wg::fence_operands(p);
       wg::fence();
       issue_qk(s);   // S(it)
       issue_pv(sp);  // O += P(it-1) V(it-1)
-      pingpong::pass_turn<Traits::kConsumers>(g);
+      gemm_turn_pass();
       if constexpr (kSerial) {  // both GEMMs done: P's registers are free for the softmax
         wg::wait<0>();
         wg::fence_operands(o);
@@ -318,12 +360,12 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);
     tma::wait<true>(&st.v_full[sp], php);
-    pingpong::wait_turn<Traits::kConsumers>(g);
+    gemm_turn_wait();
     wg::fence_operands(o);
     wg::fence_operands(p);
     wg::fence();
     issue_pv(sp);
-    pingpong::pass_turn<Traits::kConsumers>(g);
+    gemm_turn_pass();
     before_tail_wait();
     wg::wait<0>();
     wg::fence_operands(o);

@@ -17,14 +17,20 @@ namespace dhp::sm90 {
 struct SplitSoftmax {
   float row_max[2];  // raw-score running max of the thread's two rows
   float row_sum[2];  // this thread's partial sums (quad-reduced at the end)
+  float used_scaled[2];  // max_phase -> exp_phase: the max the weights subtract, times the scale
 
   __device__ __forceinline__ void init() {
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.0f;
   }
 
+  // weights() in two phases, so that a caller can put something between the
+  // row max (FMNMX chains, shuffles: no MUFU) and the exp2 stream (MUFU):
+  // max_phase() updates the running max and returns alpha; exp_phase() turns
+  // the scores into weights and adds them to the row sums. The same
+  // arithmetic in the same order as weights(), so the same bits.
   template <int NT>
-  __device__ __forceinline__ void weights(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
+  __device__ __forceinline__ void max_phase(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       float mx = row_max[hh];
@@ -32,20 +38,33 @@ struct SplitSoftmax {
       for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
       mx = sm80::quad_allreduce_max(mx);
       const float used = ct::ct_select_eq_f(mx, -INFINITY, 0.0f, mx);
-      const float used_scaled = used * scale_log2;
+      used_scaled[hh] = used * scale_log2;
       alpha[hh] = ct::ct_exp2((row_max[hh] - used) * scale_log2);
       row_max[hh] = mx;
+    }
+  }
+
+  template <int NT>
+  __device__ __forceinline__ void exp_phase(float (&s)[1][NT][4], float scale_log2, const float (&alpha)[2]) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
       float sum = 0.0f;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
+          const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled[hh]));
           s[0][nt][2 * hh + e] = p;
           sum += p;
         }
       row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
     }
+  }
+
+  template <int NT>
+  __device__ __forceinline__ void weights(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
+    max_phase(s, scale_log2, alpha);
+    exp_phase(s, scale_log2, alpha);
   }
 
   // Unconditional: the same multiplies whether or not the max moved.

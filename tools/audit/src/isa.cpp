@@ -186,6 +186,9 @@ Semantics semantics_of(const Instruction& ins) {
   const auto& ops = ins.ops;
   const size_t n = ops.size();
   s.control = control_of(b);
+  // BPT.TRAP aborts the kernel (PTX trap): no successor, like EXIT. Other
+  // BPT forms (BPT.INT, PTX brkpt) may resume and fall through.
+  if (b == "BPT" && has_mod(ins, "TRAP")) s.control = Control::Exit;
   if (kLoads.count(b) || kGroupMma.count(b)) s.source = Source::Load;
   else if (b == "LDL") s.source = Source::LocalLoad;
   else if (kConstLoads.count(b)) s.source = Source::Constant;

@@ -23,8 +23,8 @@ enum class Control : uint8_t {
   Indirect,      // BRX / JMX: target from a register
   Call,          // CALL to a function symbol (or a label: then a branch)
   Return,        // RET
-  Exit,          // EXIT / KILL
-  Other,         // BSSY, BSYNC, BREAK, WARPSYNC, BPT, YIELD, NANOSLEEP
+  Exit,          // EXIT / KILL / BPT.TRAP
+  Other,         // BSSY, BSYNC, BREAK, WARPSYNC, BPT (not .TRAP), YIELD, NANOSLEEP
 };
 
 enum class Source : uint8_t {

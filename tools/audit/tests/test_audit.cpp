@@ -172,6 +172,27 @@ TEST(AuditAnalysis, SecretBranchIsFlaggedPublicBranchIsNot) {
   EXPECT_TRUE(audit(pub + tail).findings.empty());
 }
 
+// A never-taken trap path (kernels::block_boundary) ends there: what it
+// holds does not reach the code placed after it. BPT.INT (brkpt) may
+// resume, so its twin falls through and carries the secret on.
+TEST(AuditAnalysis, TrapEndsItsPathBreakpointDoesNot) {
+  auto body = [](const char* bpt) {
+    return std::string(kLoadSecret) +
+           "        /*0060*/                   ISETP.GE.AND P0, PT, R5, RZ, PT ;\n"
+           "        /*0070*/               @P0 BRA `(.L_x_2) ;\n"
+           "        /*0080*/                   IMAD.MOV.U32 R2, RZ, RZ, R0 ;\n"
+           "        /*0090*/                   " + std::string(bpt) + " 0x1 ;\n"
+           ".L_x_2:\n"
+           "        /*00a0*/                   LDS R7, [R2] ;\n"
+           "        /*00b0*/                   EXIT ;\n";
+  };
+  EXPECT_TRUE(audit(body("BPT.TRAP")).findings.empty());
+  KernelReport resumes = audit(body("BPT.INT"));
+  ASSERT_EQ(resumes.findings.size(), 1u);
+  EXPECT_EQ(resumes.findings[0].rule, 'b');
+  EXPECT_EQ(resumes.findings[0].offset, 0xa0u);
+}
+
 TEST(AuditAnalysis, SelectAndPredicatedArithmeticAreClean) {
   KernelReport r = audit(std::string(kLoadSecret) +
                          "        /*0060*/                   FSETP.GT.AND P0, PT, R0, RZ, PT ;\n"
