@@ -61,10 +61,31 @@ struct SplitSoftmax {
     }
   }
 
+  // Max and weights row by row (the kernels that take the ping-pong turn
+  // around their GEMM issue; kept in this order, their SASS is unchanged).
   template <int NT>
   __device__ __forceinline__ void weights(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
-    max_phase(s, scale_log2, alpha);
-    exp_phase(s, scale_log2, alpha);
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float mx = row_max[hh];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
+      mx = sm80::quad_allreduce_max(mx);
+      const float used = ct::ct_select_eq_f(mx, -INFINITY, 0.0f, mx);
+      const float used_scaled = used * scale_log2;
+      alpha[hh] = ct::ct_exp2((row_max[hh] - used) * scale_log2);
+      row_max[hh] = mx;
+      float sum = 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
+          s[0][nt][2 * hh + e] = p;
+          sum += p;
+        }
+      row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
+    }
   }
 
   // Unconditional: the same multiplies whether or not the max moved.
