@@ -35,6 +35,12 @@ GATE1 = [
     ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 2 --heads 4 --heads-kv 2 --seqlen 200 --head-dim 64 --causal --lengths separate"),
     ("bf16 D128 shared", "--dtype bf16 --batch 2 --heads 2 --seqlen 300 --head-dim 128 --lengths shared"),
     ("fp16 D256 causal none Sq<Sk", "--dtype fp16 --batch 1 --heads 2 --seqlen 100 --seqlen-k 300 --head-dim 256 --causal"),
+    # The D64 tile height follows the grid (launch.cuh): the configuration
+    # above takes 64-row tiles (one consumer warpgroup); these two take the
+    # 128-row (two consumers, the turn around the exp2 stream) and the
+    # 192-row (three consumers) kernels.
+    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 4 --heads 8 --seqlen 600 --head-dim 64 --causal --lengths separate"),
+    ("bf16 D64 shared, 192-row tiles", "--dtype bf16 --batch 4 --heads 8 --heads-kv 4 --seqlen 600 --head-dim 64 --lengths shared"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
