@@ -184,9 +184,15 @@ def perf_profile(exe, cfg, csv_path, log):
     # kernels the name filter matches; the V padding scrub is left out).
     rc, out = profile([exe, "profile", *cfg.split()], metrics, csv_path, log,
                       extra=["--launch-skip", "1", "--launch-count", "1"], kernel_regex="regex:attention_forward")
+    return perf_record(rc, csv_path, cfg)
+
+
+def perf_record(rc, csv_path, cfg):
+    """PERF's labelled values (and TFLOP/s for cfg's shape) of the last launch in a raw CSV page."""
     rows = parse_raw_csv(Path(csv_path).read_text()) if Path(csv_path).exists() else []
     rec = {"exit": rc}
     if rows:
+        rec["kernel"] = rows[-1].get("Kernel Name", "?")
         for label, m, scale in PERF:
             v = rows[-1].get(m)
             rec[label] = v * scale if isinstance(v, (int, float)) else v
@@ -194,6 +200,13 @@ def perf_profile(exe, cfg, csv_path, log):
         if isinstance(d, (int, float)) and d > 0:
             rec["TFLOP/s"] = config_flops(cfg) / (d * 1e-6) / 1e12
     return rec
+
+
+# PyTorch SDPA on the cuDNN backend, for reading its kernel beside ours
+# (scripts/ncu-vs-cudnn, scripts/ncu-sass-stalls --cudnn): the workload
+# (argv: B H S D causal) and the name filter that picks its attention kernel.
+CUDNN_WORKLOAD = ROOT / "scripts" / "cudnn-sdpa-workload.py"
+CUDNN_KERNEL_REGEX = "regex:sdpa|fprop|fmha|flash"
 
 
 def perf_text(cfg, rec):

@@ -20,10 +20,6 @@ __device__ __forceinline__ U opaque_copy(U x) {
   return x;
 }
 
-}  // namespace dhp::kernels
-
-namespace dhp::kernels {
-
 // Ends ptxas's basic block here. ptxas schedules within a basic block and
 // moves independent arithmetic across a named-barrier wait freely; a
 // conditional branch it cannot resolve stops that. The condition is a

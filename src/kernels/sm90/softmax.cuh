@@ -24,41 +24,36 @@ struct SplitSoftmax {
     row_sum[0] = row_sum[1] = 0.0f;
   }
 
-  // weights() in two phases, so that a caller can put something between the
-  // row max (FMNMX chains, shuffles: no MUFU) and the exp2 stream (MUFU):
-  // max_phase() updates the running max and returns alpha; exp_phase() turns
-  // the scores into weights and adds them to the row sums. The same
-  // arithmetic in the same order as weights(), so the same bits.
+  // One row's max: updates the running max and alpha, returns the max the
+  // weights subtract, times the scale.
   template <int NT>
-  __device__ __forceinline__ void max_phase(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
+  __device__ __forceinline__ float row_max_step(const float (&s)[1][NT][4], int hh, float scale_log2,
+                                                float (&alpha)[2]) {
+    float mx = row_max[hh];
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      float mx = row_max[hh];
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
-      mx = sm80::quad_allreduce_max(mx);
-      const float used = ct::ct_select_eq_f(mx, -INFINITY, 0.0f, mx);
-      used_scaled[hh] = used * scale_log2;
-      alpha[hh] = ct::ct_exp2((row_max[hh] - used) * scale_log2);
-      row_max[hh] = mx;
-    }
+    for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
+    mx = sm80::quad_allreduce_max(mx);
+    const float used = ct::ct_select_eq_f(mx, -INFINITY, 0.0f, mx);
+    const float used_scaled_here = used * scale_log2;
+    alpha[hh] = ct::ct_exp2((row_max[hh] - used) * scale_log2);
+    row_max[hh] = mx;
+    return used_scaled_here;
   }
 
+  // One row's weights (in place) and row sum.
   template <int NT>
-  __device__ __forceinline__ void exp_phase(float (&s)[1][NT][4], float scale_log2, const float (&alpha)[2]) {
+  __device__ __forceinline__ void row_weights_step(float (&s)[1][NT][4], int hh, float scale_log2, float used_scaled,
+                                                   const float (&alpha)[2]) {
+    float sum = 0.0f;
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      float sum = 0.0f;
+    for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled[hh]));
-          s[0][nt][2 * hh + e] = p;
-          sum += p;
-        }
-      row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
-    }
+      for (int e = 0; e < 2; ++e) {
+        const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
+        s[0][nt][2 * hh + e] = p;
+        sum += p;
+      }
+    row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
   }
 
   // Max and weights row by row (the kernels that take the ping-pong turn
@@ -67,25 +62,23 @@ struct SplitSoftmax {
   __device__ __forceinline__ void weights(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      float mx = row_max[hh];
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
-      mx = sm80::quad_allreduce_max(mx);
-      const float used = ct::ct_select_eq_f(mx, -INFINITY, 0.0f, mx);
-      const float used_scaled = used * scale_log2;
-      alpha[hh] = ct::ct_exp2((row_max[hh] - used) * scale_log2);
-      row_max[hh] = mx;
-      float sum = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
-          s[0][nt][2 * hh + e] = p;
-          sum += p;
-        }
-      row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
+      const float used_scaled_here = row_max_step(s, hh, scale_log2, alpha);
+      row_weights_step(s, hh, scale_log2, used_scaled_here, alpha);
     }
+  }
+
+  // weights() in two phases, so that a caller can put something between the
+  // row max (FMNMX chains, shuffles: no MUFU) and the exp2 stream (MUFU):
+  // the same arithmetic per row, so the same bits.
+  template <int NT>
+  __device__ __forceinline__ void max_phase(const float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) used_scaled[hh] = row_max_step(s, hh, scale_log2, alpha);
+  }
+  template <int NT>
+  __device__ __forceinline__ void exp_phase(float (&s)[1][NT][4], float scale_log2, const float (&alpha)[2]) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) row_weights_step(s, hh, scale_log2, used_scaled[hh], alpha);
   }
 
   // Unconditional: the same multiplies whether or not the max moved.
