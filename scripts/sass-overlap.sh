@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Intra-warpgroup overlap check for the Hopper main loop built with
-# -DDHP_SM90_INTRA_WG_OVERLAP=1 (off by default): in the SASS of every
+# -DDHP_SM90_INTRA_WG_OVERLAP=7 (a mask by head dim, 1/2/4 = D64/128/256; off by default): in the SASS of every
 # Hopper kernel, counts the MUFU.EX2
 # (softmax) between `WARPGROUP.DEPBAR.LE gsb0, 0x1` (S(j+1) landed) and the
 # next `... 0x0` (P(j)·V(j) landed). Overlap means most of the exp2 sit in

@@ -7,10 +7,12 @@
 //  * ping-pong between the consumer warpgroups (two, or three at D64 long
 //    sequences): each issues its GEMMs only on its turn (named barriers
 //    2, 3, 4), so one warpgroup's softmax overlaps the others' GEMMs;
-//  * optional intra-warpgroup overlap (DHP_SM90_INTRA_WG_OVERLAP=1): the
-//    softmax of S(j+1) runs while the warpgroup's own P(j)·V(j) is still on
-//    the tensor cores. Measured 1-5 % slower than ping-pong alone on every
-//    row of the quick grid (H200, docs/perf-log.md), so off by default.
+//  * optional intra-warpgroup overlap (DHP_SM90_INTRA_WG_OVERLAP, a mask
+//    by head dim): the softmax of S(j+1) runs while the warpgroup's own
+//    P(j)·V(j) is still on the tensor cores. Measured 1-5 % slower than
+//    ping-pong alone on every row of the quick grid (H200), and again at
+//    D = 128 in session 12 (-1 to -3 %: the softmax then runs ≈ 500 cycles
+//    longer, about the P·V's own time; docs/perf-log.md), so off by default.
 // Every barrier operation runs the same number of times in both warpgroups
 // (public trip count), so the hand-offs always balance. The turn order runs
 // on across the tiles of the persistent loop: pingpong::begin before the
@@ -35,8 +37,13 @@ namespace dhp::sm90 {
 #ifndef DHP_SM90_P_FILL
 #define DHP_SM90_P_FILL 0
 #endif
-// Compile-time switch; both forms pass the GPU suite (docs/perf-log.md).
-inline constexpr bool kIntraOverlap = DHP_SM90_INTRA_WG_OVERLAP != 0;
+// Compile-time switch, a bit mask by head dim (1: D = 64, 2: D = 128,
+// 4: D = 256); the kernels that wait for both GEMMs before their softmax
+// (kSerial below) never overlap. Both forms pass the GPU suite
+// (docs/perf-log.md).
+template <typename Traits>
+inline constexpr bool kIntraOverlapFor =
+    (DHP_SM90_INTRA_WG_OVERLAP & (Traits::kHeadDim == 64 ? 1 : Traits::kHeadDim == 128 ? 2 : 4)) != 0;
 // What the ping-pong turn guards (DHP_SM90_TURN_EXP, a bit mask of the
 // kernels that take the turn around the exp2 stream; the others take it
 // around their GEMM issue):
@@ -163,7 +170,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // in scores_to_p, before the exp2 stream, and passed in finish_tile).
   auto gemm_turn_wait = [&] { if constexpr (!kTurnExp) pingpong::wait_turn<Traits::kConsumers>(view.g); };
   auto gemm_turn_pass = [&] { if constexpr (!kTurnExp) pingpong::pass_turn<Traits::kConsumers>(view.g); };
-  static_assert(!(kSerial && kIntraOverlap), "intra-warpgroup overlap needs P live during the softmax");
+  constexpr bool kIntraOverlap = kIntraOverlapFor<Traits> && !kSerial;  // P live during the softmax
   auto& st = view.st;
   const auto& args = view.args;
   const int g = view.g;
