@@ -41,6 +41,9 @@ GATE1 = [
     # 192-row (three consumers) kernels.
     ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 4 --heads 8 --seqlen 600 --head-dim 64 --causal --lengths separate"),
     ("bf16 D64 shared, 192-row tiles", "--dtype bf16 --batch 4 --heads 8 --heads-kv 4 --seqlen 600 --head-dim 64 --lengths shared"),
+    # D128 non-causal from S_k = 2048 takes 160-key tiles (a kernel of its
+    # own); 2100 keys leave a partial last tile.
+    ("bf16 D128 shared, 160-key tiles", "--dtype bf16 --batch 1 --heads 2 --seqlen 2100 --head-dim 128 --lengths shared"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
@@ -70,6 +73,7 @@ REPRO = [
     # Several tiles per CTA at D256 (192 tiles of 128 rows; O staged in the
     # ring slot that the next tile's K/V reuse), one per CTA alone (B = 1).
     ("bf16 D256 none, several tiles per CTA", "--dtype bf16 --batch 4 --heads 8 --seqlen 700 --seqlen-k 250 --head-dim 256"),
+    ("fp16 D128 separate, 160-key tiles", "--dtype fp16 --batch 3 --heads 4 --seqlen 2100 --head-dim 128 --lengths separate"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

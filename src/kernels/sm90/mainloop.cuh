@@ -44,6 +44,25 @@ namespace dhp::sm90 {
 template <typename Traits>
 inline constexpr bool kIntraOverlapFor =
     (DHP_SM90_INTRA_WG_OVERLAP & (Traits::kHeadDim == 64 ? 1 : Traits::kHeadDim == 128 ? 2 : 4)) != 0;
+// The O rescale under the S GEMM (DHP_SM90_RESCALE_UNDER_S, a mask of
+// kernels: 1 the one-consumer D = 64 kernel, 2 D = 128 with 128-key tiles,
+// 4 D = 128 with 160-key tiles, 8 D = 256). In the kernels that issue
+// S(j+1) and P(j)·V(j) together and wait for both before the softmax
+// (ptxas hoists the P·V wait), the O *= alpha(j) multiplies run between the
+// two issues, while S(j+1) runs, instead of before both: the wgmma issue
+// queue holds about eight m64n128k16, so the S issue returns at once, and
+// the multiplies leave the warpgroup's serial chain. The same multiplies on
+// the same values before the same P·V: the bits do not change. Shipped for
+// the 160-key D = 128 kernel only: +1 to +3 % there in two interleaved A/Bs;
+// ±1 % or less elsewhere, -3 % on one one-consumer D = 64 row
+// (docs/perf-log.md, session 12).
+#ifndef DHP_SM90_RESCALE_UNDER_S
+#define DHP_SM90_RESCALE_UNDER_S 4
+#endif
+template <typename Traits>
+inline constexpr int kRescaleUnderSBit = Traits::kHeadDim == 64    ? (Traits::kConsumers == 1 ? 1 : 0)
+                                         : Traits::kHeadDim == 128 ? (Traits::kBlockN == 128 ? 2 : 4)
+                                                                   : 8;
 // What the ping-pong turn guards (DHP_SM90_TURN_EXP, a bit mask of the
 // kernels that take the turn around the exp2 stream; the others take it
 // around their GEMM issue):
@@ -171,6 +190,8 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   auto gemm_turn_wait = [&] { if constexpr (!kTurnExp) pingpong::wait_turn<Traits::kConsumers>(view.g); };
   auto gemm_turn_pass = [&] { if constexpr (!kTurnExp) pingpong::pass_turn<Traits::kConsumers>(view.g); };
   constexpr bool kIntraOverlap = kIntraOverlapFor<Traits> && !kSerial;  // P live during the softmax
+  constexpr bool kRescaleUnderS =
+      (DHP_SM90_RESCALE_UNDER_S & kRescaleUnderSBit<Traits>) != 0 && !kSerial && !kIntraOverlap;
   auto& st = view.st;
   const auto& args = view.args;
   const int g = view.g;
@@ -327,7 +348,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence_operands(p);
       }
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
-      SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
+      if constexpr (!kRescaleUnderS) SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
       if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn
     };
@@ -344,7 +365,12 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       wg::fence_operands(o);
       wg::fence_operands(p);
       wg::fence();
-      issue_qk(s);   // S(it)
+      issue_qk(s);  // S(it)
+      if constexpr (kRescaleUnderS) {  // O *= alpha(it-1) while S(it) runs; P(it-2)·V(it-2) has completed
+        SplitSoftmax::rescale(as_frag<D>(o), alpha);
+        wg::fence_operands(o);
+        wg::fence();
+      }
       issue_pv(sp);  // O += P(it-1) V(it-1)
       gemm_turn_pass();
       if constexpr (kSerial) {  // both GEMMs done: P's registers are free for the softmax
@@ -363,6 +389,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       if constexpr (!kIntraOverlap) finish_tile(it + 1);
     }
     if constexpr (kIntraOverlap) finish_tile(n_tiles);
+    if constexpr (kRescaleUnderS) SplitSoftmax::rescale(as_frag<D>(o), alpha);  // no S GEMM left to hide it under
     // Tail: P·V of the last tile.
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);
