@@ -46,23 +46,26 @@ inline constexpr bool kIntraOverlapFor =
     (DHP_SM90_INTRA_WG_OVERLAP & (Traits::kHeadDim == 64 ? 1 : Traits::kHeadDim == 128 ? 2 : 4)) != 0;
 // The O rescale under the S GEMM (DHP_SM90_RESCALE_UNDER_S, a mask of
 // kernels: 1 the one-consumer D = 64 kernel, 2 D = 128 with 128-key tiles,
-// 4 D = 128 with 160-key tiles, 8 D = 256). In the kernels that issue
-// S(j+1) and P(j)·V(j) together and wait for both before the softmax
-// (ptxas hoists the P·V wait), the O *= alpha(j) multiplies run between the
-// two issues, while S(j+1) runs, instead of before both: the wgmma issue
-// queue holds about eight m64n128k16, so the S issue returns at once, and
-// the multiplies leave the warpgroup's serial chain. The same multiplies on
-// the same values before the same P·V: the bits do not change. Shipped for
-// the 160-key D = 128 kernel only: +1 to +3 % there in two interleaved A/Bs;
-// ±1 % or less elsewhere, -3 % on one one-consumer D = 64 row
-// (docs/perf-log.md, session 12).
+// 4 D = 128 with 160-key tiles, 8 D = 256, 16 / 32 the two- / three-consumer
+// D = 64 kernels). Each step issues S(j+1) and P(j)·V(j) together and waits
+// for both before its softmax (ptxas hoists the P·V wait where the code
+// does not); the O *= alpha(j) multiplies then run between the two issues,
+// while S(j+1) runs, instead of before both (in the two-consumer D = 64
+// kernel: outside its exp2 turn): the wgmma issue queue holds about eight
+// m64n128k16, so the S issue returns at once, and the multiplies leave the
+// warpgroup's serial chain. The same multiplies on the same values before
+// the same P·V: the bits do not change. Shipped for the 160-key D = 128
+// kernel only: +1 to +3 % there in two interleaved A/Bs; within ±1 %
+// elsewhere, -3 % on one one-consumer D = 64 row (docs/perf-log.md,
+// session 12).
 #ifndef DHP_SM90_RESCALE_UNDER_S
 #define DHP_SM90_RESCALE_UNDER_S 4
 #endif
 template <typename Traits>
-inline constexpr int kRescaleUnderSBit = Traits::kHeadDim == 64    ? (Traits::kConsumers == 1 ? 1 : 0)
-                                         : Traits::kHeadDim == 128 ? (Traits::kBlockN == 128 ? 2 : 4)
-                                                                   : 8;
+inline constexpr int kRescaleUnderSBit =
+    Traits::kHeadDim == 64    ? (Traits::kConsumers == 1 ? 1 : Traits::kConsumers == 2 ? 16 : 32)
+    : Traits::kHeadDim == 128 ? (Traits::kBlockN == 128 ? 2 : 4)
+                              : 8;
 // What the ping-pong turn guards (DHP_SM90_TURN_EXP, a bit mask of the
 // kernels that take the turn around the exp2 stream; the others take it
 // around their GEMM issue):
@@ -191,7 +194,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   auto gemm_turn_pass = [&] { if constexpr (!kTurnExp) pingpong::pass_turn<Traits::kConsumers>(view.g); };
   constexpr bool kIntraOverlap = kIntraOverlapFor<Traits> && !kSerial;  // P live during the softmax
   constexpr bool kRescaleUnderS =
-      (DHP_SM90_RESCALE_UNDER_S & kRescaleUnderSBit<Traits>) != 0 && !kSerial && !kIntraOverlap;
+      (DHP_SM90_RESCALE_UNDER_S & kRescaleUnderSBit<Traits>) != 0 && !kIntraOverlap;
   auto& st = view.st;
   const auto& args = view.args;
   const int g = view.g;
