@@ -18,16 +18,25 @@
 
 namespace dhp::sm90 {
 
-// One thread of warp 0 issues every copy; the other producer threads walk
-// the same loop idle (an early return for them made ptxas spill 8 bytes in
-// two consumer instantiations). The tile loop and the ring position (kv: key
-// tiles issued so far by this CTA) follow the static schedule, so every
-// count is public.
-// The producer waits for the previous grid (programmatic dependent launch)
-// itself, after decoding its first tile: the decode (≈ 1000 cycles of
-// parameter loads and divisions, measured with DHP_SM90_TIMELINE) then runs
-// while the previous kernel finishes instead of before the first TMA copy.
-// Each later tile is decoded at the end of the round before it.
+// The idle lanes of the issuing warp wait for lane 0 after each of its
+// steps (DHP_SM90_PRODUCER_WARP_SYNC, a mask by head dim: 1 D = 64, 2
+// D = 128, 4 D = 256). Without it they ran ahead through the whole tile
+// loop (decoding every tile: kernel-parameter loads and integer divisions,
+// ≈ 1 200 cycles a tile), and while they did, lane 0 -- waiting for an
+// empty ring slot -- was not run again when the slot came free: the
+// timeline showed the first tile's fourth key tile issued ≈ 36 000 cycles
+// after both consumer warpgroups had released its slot (D64 causal S1024,
+// 31 tiles per CTA), the whole CTA stalled behind it. With the sync: D64
+// +2 to +6 %, D128 +1 to +2.5 %; D256 -3 % (not understood), so it keeps
+// the old code (docs/perf-log.md, session 13).
+#ifndef DHP_SM90_PRODUCER_WARP_SYNC
+#define DHP_SM90_PRODUCER_WARP_SYNC 3
+#endif
+template <int D>
+__device__ __forceinline__ void producer_warp_sync() {
+  if constexpr ((DHP_SM90_PRODUCER_WARP_SYNC & (D == 64 ? 1 : D == 128 ? 2 : 4)) != 0) __syncwarp();
+}
+
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                              const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
@@ -78,6 +87,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       timeline::mark(0, 1);
       timeline::tile(0, tc, 2);
     }
+    producer_warp_sync<Traits::kHeadDim>();
     // One K or V tile into its ring slot once the consumers have released it.
     auto load_kv = [&](uint8_t* dst, const void* map, uint64_t* empty, uint64_t* full, uint32_t phase, int32_t n) {
       tma::wait<true>(empty, phase ^ 1);
@@ -98,6 +108,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         timeline::mark(0, 3 + 2 * it);
         if (it == n_end - 1) timeline::tile(0, tc, 4);
       }
+      producer_warp_sync<Traits::kHeadDim>();
     }
     ++tc;
     cur = scheduled_tile<BM, BN>(args, sched, r + 1);  // while the consumers work on this tile

@@ -30,13 +30,22 @@ inline constexpr int kSlots = 44, kTiles = 12, kEvents = 8;
 // 4 last P·V done, 5 O normalised, 6 O stores issued, 7 staging read (Q
 // buffer released). Producer: 0 loop top, 1 q_empty passed, 2 Q issued,
 // 3 first K issued, 4 last V issued.
+// DHP_SM90_TIMELINE_TILE=k: mark() stamps only during CTA 0's tile k (its
+// per-key-tile steps), instead of letting later tiles overwrite them.
+#ifndef DHP_SM90_TIMELINE_TILE
+#define DHP_SM90_TIMELINE_TILE -1
+#endif
 #if DHP_SM90_TIMELINE
 static __device__ unsigned long long g_marks[4][kSlots];
 static __device__ unsigned long long g_tiles[4][kTiles][kEvents];
+static __device__ int g_current_tile[4];
 __device__ __forceinline__ void mark(int row, int slot) {
-  if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && slot < kSlots) g_marks[row][slot] = clock64();
+  if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && slot < kSlots &&
+      (DHP_SM90_TIMELINE_TILE < 0 || g_current_tile[row] == DHP_SM90_TIMELINE_TILE))
+    g_marks[row][slot] = clock64();
 }
 __device__ __forceinline__ void tile(int row, uint32_t tc, int event) {
+  if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && event == 0) g_current_tile[row] = static_cast<int>(tc);
   if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && tc < kTiles) g_tiles[row][tc][event] = clock64();
 }
 static __global__ void print_kernel() {
