@@ -18,24 +18,26 @@
 
 namespace dhp::sm90 {
 
-// The idle lanes of the issuing warp wait for lane 0 after each of its
-// steps (DHP_SM90_PRODUCER_WARP_SYNC, a mask by head dim: 1 D = 64, 2
-// D = 128, 4 D = 256). Without it they ran ahead through the whole tile
-// loop (decoding every tile: kernel-parameter loads and integer divisions,
-// ≈ 1 200 cycles a tile), and while they did, lane 0 -- waiting for an
-// empty ring slot -- was not run again when the slot came free: the
-// timeline showed the first tile's fourth key tile issued ≈ 36 000 cycles
-// after both consumer warpgroups had released its slot (D64 causal S1024,
-// 31 tiles per CTA), the whole CTA stalled behind it. With the sync: D64
-// +2 to +6 %, D128 +1 to +2.5 %; D256 -3 % (not understood), so it keeps
-// the old code (docs/perf-log.md, session 13).
-#ifndef DHP_SM90_PRODUCER_WARP_SYNC
-#define DHP_SM90_PRODUCER_WARP_SYNC 3
+// The whole issuing warp waits for the ring (DHP_SM90_PRODUCER_WARP_WAITS, a
+// mask by head dim: 1 D = 64, 2 D = 128, 4 D = 256); lane 0 alone announces
+// the bytes and issues the copies. Before, lanes 1-31 skipped lane 0's
+// block and ran ahead through the whole tile loop (decoding every tile:
+// kernel-parameter loads and integer divisions, ≈ 1 200 cycles a tile), and
+// while they did, lane 0 -- waiting for an empty ring slot -- was not run
+// again when the slot came free: the timeline showed the first tile's
+// fourth key tile issued ≈ 36 000 cycles after both consumer warpgroups had
+// released its slot (D64 causal S1024, 31 tiles per CTA), the whole CTA
+// stalled behind it. Measured with a __syncwarp after each step instead: D64
+// +2 to +6 %, D128 +1 to +2.5 %, D256 -3 % (not understood; it keeps the old
+// code). That form's reconvergence (BRA.DIV) ran a timing-dependent number
+// of times, which gate 1 per instruction rejects; waiting with every lane
+// keeps the warp converged, and the retry loops are the usual ones
+// (docs/perf-log.md, session 13).
+#ifndef DHP_SM90_PRODUCER_WARP_WAITS
+#define DHP_SM90_PRODUCER_WARP_WAITS 3
 #endif
 template <int D>
-__device__ __forceinline__ void producer_warp_sync() {
-  if constexpr ((DHP_SM90_PRODUCER_WARP_SYNC & (D == 64 ? 1 : D == 128 ? 2 : 4)) != 0) __syncwarp();
-}
+inline constexpr bool kWarpWaits = (DHP_SM90_PRODUCER_WARP_WAITS & (D == 64 ? 1 : D == 128 ? 2 : 4)) != 0;
 
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
@@ -61,11 +63,14 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     const int32_t n_end = cur.n_end;
     timeline::mark(0, 40);
     timeline::tile(0, tc, 0);
-    if (ptid == 0) {
-      // Only this thread needs the lengths; loaded before the q_empty wait
-      // so that their latency overlaps it.
+    // Public: thread index (kWarpWaits above).
+    const bool waits = kWarpWaits<Traits::kHeadDim> ? ptid < 32 : ptid == 0, issues = ptid == 0;
+    if (waits) {
+      // Only the issuing thread needs the lengths; loaded before the q_empty
+      // wait so that their latency overlaps it.
       int32_t L_q = 0, L_k = 0;
-      if constexpr (Traits::kHasLengths) kernels::load_lengths(args, tile.batch, L_q, L_k);
+      if constexpr (Traits::kHasLengths)
+        if (issues) kernels::load_lengths(args, tile.batch, L_q, L_k);
       // Q buffer b was last used by tile tc - kQStages: its consumers are
       // done with it (with two buffers, epilogue -- O staged there --
       // included; with one, its last S GEMM, O being staged in the ring).
@@ -75,32 +80,35 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       tma::wait<true>(&st.q_empty[b], ((tc / Traits::kQStages) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
       timeline::mark(0, 41);
       timeline::tile(0, tc, 1);
-      if constexpr (Traits::kHasLengths) {  // published by q_full's arrive (release)
-        st.lens[tc & 1][0] = L_q;  // tile tc - 2 read this slot: done (q_empty above)
-        st.lens[tc & 1][1] = L_k;
-      }
-      tma::arrive_expect_bytes(&st.q_full[b], Traits::kQBytes);
-      timeline::mark(0, 42);
+      if (issues) {
+        if constexpr (Traits::kHasLengths) {  // published by q_full's arrive (release)
+          st.lens[tc & 1][0] = L_q;  // tile tc - 2 read this slot: done (q_empty above)
+          st.lens[tc & 1][1] = L_k;
+        }
+        tma::arrive_expect_bytes(&st.q_full[b], Traits::kQBytes);
+        timeline::mark(0, 42);
 #pragma unroll
-      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-        tma::load_4d(st.q[b] + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
+        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+          tma::load_4d(st.q[b] + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
+      }
       timeline::mark(0, 1);
       timeline::tile(0, tc, 2);
     }
-    producer_warp_sync<Traits::kHeadDim>();
     // One K or V tile into its ring slot once the consumers have released it.
     auto load_kv = [&](uint8_t* dst, const void* map, uint64_t* empty, uint64_t* full, uint32_t phase, int32_t n) {
       tma::wait<true>(empty, phase ^ 1);
-      tma::arrive_expect_bytes(full, Traits::kKVBytes);
+      if (issues) {
+        tma::arrive_expect_bytes(full, Traits::kKVBytes);
 #pragma unroll
-      for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-        tma::load_4d(dst + cb * BN * 128, map, cb * 64, n * BN, head_kv, tile.batch, full);
+        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+          tma::load_4d(dst + cb * BN * 128, map, cb * 64, n * BN, head_kv, tile.batch, full);
+      }
     };
     for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
       const int s = kv % S;
       const uint32_t phase = (kv / S) & 1;
       const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
-      if (ptid == 0) {
+      if (waits) {
         load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
         timeline::mark(0, 2 + 2 * it);
         if (it == 0) timeline::tile(0, tc, 3);
@@ -108,7 +116,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         timeline::mark(0, 3 + 2 * it);
         if (it == n_end - 1) timeline::tile(0, tc, 4);
       }
-      producer_warp_sync<Traits::kHeadDim>();
     }
     ++tc;
     cur = scheduled_tile<BM, BN>(args, sched, r + 1);  // while the consumers work on this tile
