@@ -38,6 +38,10 @@
 
 namespace dhp::sm90 {
 
+// A head dim's bit in the compile-time switches that are masks by head dim
+// (DHP_SM90_INTRA_WG_OVERLAP, DHP_SM90_PRODUCER_WARP_WAITS).
+constexpr int head_dim_bit(int d) { return d == 64 ? 1 : d == 128 ? 2 : 4; }
+
 template <int D>
 struct Sm90Config;
 // Key tile: as wide as registers allow (S tile = BN/2 fp32 registers, O =

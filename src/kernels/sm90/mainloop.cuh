@@ -43,7 +43,7 @@ namespace dhp::sm90 {
 // (docs/perf-log.md).
 template <typename Traits>
 inline constexpr bool kIntraOverlapFor =
-    (DHP_SM90_INTRA_WG_OVERLAP & (Traits::kHeadDim == 64 ? 1 : Traits::kHeadDim == 128 ? 2 : 4)) != 0;
+    (DHP_SM90_INTRA_WG_OVERLAP & head_dim_bit(Traits::kHeadDim)) != 0;
 // The O rescale under the S GEMM (DHP_SM90_RESCALE_UNDER_S, a mask of
 // kernels: 1 the one-consumer D = 64 kernel, 2 D = 128 with 128-key tiles,
 // 4 D = 128 with 160-key tiles, 8 D = 256, 16 / 32 the two- / three-consumer

@@ -18,26 +18,30 @@
 
 namespace dhp::sm90 {
 
-// The whole issuing warp waits for the ring (DHP_SM90_PRODUCER_WARP_WAITS, a
-// mask by head dim: 1 D = 64, 2 D = 128, 4 D = 256); lane 0 alone announces
-// the bytes and issues the copies. Before, lanes 1-31 skipped lane 0's
-// block and ran ahead through the whole tile loop (decoding every tile:
-// kernel-parameter loads and integer divisions, ≈ 1 200 cycles a tile), and
-// while they did, lane 0 -- waiting for an empty ring slot -- was not run
-// again when the slot came free: the timeline showed the first tile's
-// fourth key tile issued ≈ 36 000 cycles after both consumer warpgroups had
-// released its slot (D64 causal S1024, 31 tiles per CTA), the whole CTA
-// stalled behind it. Measured with a __syncwarp after each step instead: D64
-// +2 to +6 %, D128 +1 to +2.5 %, D256 -3 % (not understood; it keeps the old
-// code). That form's reconvergence (BRA.DIV) ran a timing-dependent number
-// of times, which gate 1 per instruction rejects; waiting with every lane
-// keeps the warp converged, and the retry loops are the usual ones
-// (docs/perf-log.md, session 13).
+// Warp 0 of the producer warpgroup issues every copy: its lane 0 alone
+// announces the bytes and issues the copies, and (D64, D128) all 32 of its
+// lanes run the ring waits with it. When lane 0 waited alone, lanes 1-31 ran
+// ahead through the whole tile loop (≈ 1 200 cycles of tile decode each),
+// and lane 0, asleep in an empty-slot wait, was not run again until they had
+// finished: ≈ 36 000 cycles lost at the first tile at D64 causal S1024. A
+// __syncwarp after each step instead was as fast but ran a timing-dependent
+// amount of reconvergence code, which gate 1 per instruction rejects; D256
+// keeps lane 0 alone (that form measured -3 % there). The switch
+// DHP_SM90_PRODUCER_WARP_WAITS is a mask by head dim (head_dim_bit,
+// kernel_traits.cuh); docs/perf-log.md, session 13. Warps 1-3 walk the same loop idle (an early
+// return for them made ptxas spill 8 bytes in two consumer instantiations).
+// The tile loop and the ring position (kv: key tiles issued so far by this
+// CTA) follow the static schedule, so every count is public.
+// The producer waits for the previous grid (programmatic dependent launch)
+// itself, after decoding its first tile: the decode (≈ 1000 cycles of
+// parameter loads and divisions, measured with DHP_SM90_TIMELINE) then runs
+// while the previous kernel finishes instead of before the first TMA copy.
+// Each later tile is decoded at the end of the round before it.
 #ifndef DHP_SM90_PRODUCER_WARP_WAITS
 #define DHP_SM90_PRODUCER_WARP_WAITS 3
 #endif
 template <int D>
-inline constexpr bool kWarpWaits = (DHP_SM90_PRODUCER_WARP_WAITS & (D == 64 ? 1 : D == 128 ? 2 : 4)) != 0;
+inline constexpr bool kWarpWaits = (DHP_SM90_PRODUCER_WARP_WAITS & head_dim_bit(D)) != 0;
 
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
