@@ -1,0 +1,110 @@
+// Batch invariance across tile heights (threat model G5): at D = 64 the
+// Hopper launcher picks the tile height from the public shape -- a single
+// short sequence gets 64-row tiles (two warpgroups sharing them, taking the
+// key tiles in turn: src/kernels/sm90/mainloop_paired.cuh), a batch of them
+// 128- or 192-row tiles. Every height must give the same bits for a
+// sequence, so that its output does not depend on its batch neighbours.
+// Here one sequence runs alone (B = 1, H = 4, S = 600: 64-row tiles) and at
+// position 5 of a batch of 8 (128-row tiles causal, 192 otherwise), with
+// fresh random inputs, an odd number of key tiles (S = 600: five of 128)
+// and secret lengths; o and lse must match bit for bit. On other GPUs (one
+// tile height) the test still runs and must pass.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace dhp::testing {
+namespace {
+
+struct Run {
+  std::vector<uint16_t> o;
+  std::vector<uint32_t> lse;
+};
+
+// One forward call on [B, S, H, 64] BSHD inputs (host copies), lengths
+// optional (empty: none).
+Run forward(DType dt, int64_t B, int64_t S, int64_t H, bool causal, const uint16_t* q, const uint16_t* k,
+            const uint16_t* v, const std::vector<int32_t>& lens_q, const std::vector<int32_t>& lens_k) {
+  const int64_t D = 64, n = B * S * H * D;
+  Run r;
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr, *dlse = nullptr, *dlq = nullptr,
+       *dlk = nullptr;
+  EXPECT_EQ(cudaMalloc(&dq, n * 2), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dk, n * 2), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dv, n * 2), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dout, n * 2), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dlse, B * H * S * 4), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dq, q, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dk, k, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dv, v, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dout, 0xFF, n * 2), cudaSuccess);  // poison
+  EXPECT_EQ(cudaMemset(dlse, 0xFF, B * H * S * 4), cudaSuccess);
+  Params p = make_params(dt, B, S, S, H, H, D, dq, dk, dv, dout);
+  p.causal = causal;
+  p.lse = static_cast<float*>(dlse);
+  if (!lens_q.empty()) {
+    EXPECT_EQ(cudaMalloc(&dlq, B * 4), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dlk, B * 4), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(dlq, lens_q.data(), B * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(dlk, lens_k.data(), B * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    p.seqlens_q = static_cast<const int32_t*>(dlq);
+    p.seqlens_k = static_cast<const int32_t*>(dlk);
+  }
+  const Status st = attention_forward(p);
+  EXPECT_TRUE(static_cast<bool>(st)) << st.message;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  r.o.resize(n);
+  r.lse.resize(B * H * S);
+  EXPECT_EQ(cudaMemcpy(r.o.data(), dout, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(r.lse.data(), dlse, B * H * S * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (void* ptr : {dq, dk, dv, dout, dlse, dlq, dlk}) cudaFree(ptr);
+  return r;
+}
+
+void expect_same_alone_and_in_batch(DType dt, bool causal, bool lengths) {
+  const int64_t B = 8, S = 600, H = 4, D = 64, per_seq = S * H * D, pos = 5;
+  const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint16_t> q(B * per_seq), k(B * per_seq), v(B * per_seq);
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = to_bits(normal(rng), dt);
+  std::vector<int32_t> lq, lk;
+  if (lengths) {
+    std::uniform_int_distribution<int32_t> len(1, static_cast<int32_t>(S));
+    for (int64_t b = 0; b < B; ++b) lq.push_back(len(rng)), lk.push_back(len(rng));
+  }
+  const Run batch = forward(dt, B, S, H, causal, q.data(), k.data(), v.data(), lq, lk);
+  const std::vector<int32_t> lq1 = lengths ? std::vector<int32_t>{lq[pos]} : std::vector<int32_t>{},
+                             lk1 = lengths ? std::vector<int32_t>{lk[pos]} : std::vector<int32_t>{};
+  const Run alone = forward(dt, 1, S, H, causal, q.data() + pos * per_seq, k.data() + pos * per_seq,
+                            v.data() + pos * per_seq, lq1, lk1);
+  int64_t o_diff = 0, lse_diff = 0, unwritten = 0;
+  for (int64_t i = 0; i < per_seq; ++i) {
+    o_diff += batch.o[pos * per_seq + i] != alone.o[i];
+    unwritten += alone.o[i] == 0xFFFF;
+  }
+  for (int64_t i = 0; i < H * S; ++i) lse_diff += batch.lse[pos * H * S + i] != alone.lse[i];
+  EXPECT_EQ(unwritten, 0);
+  EXPECT_EQ(o_diff, 0) << "o differs alone vs in a batch (seed " << seed << ")";
+  EXPECT_EQ(lse_diff, 0) << "lse differs alone vs in a batch (seed " << seed << ")";
+}
+
+TEST(TileHeights, D64SequenceAloneMatchesItInABatchBitwise) {
+  if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  for (DType dt : {DType::kFloat16, DType::kBFloat16})
+    for (bool causal : {false, true})
+      for (bool lengths : {false, true}) {
+        SCOPED_TRACE(std::string(dt == DType::kFloat16 ? "fp16" : "bf16") + (causal ? " causal" : "") +
+                     (lengths ? " lengths" : ""));
+        expect_same_alone_and_in_batch(dt, causal, lengths);
+      }
+}
+
+}  // namespace
+}  // namespace dhp::testing
