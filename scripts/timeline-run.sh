@@ -17,5 +17,5 @@ cmake --build "$bdir" -j 16 --target dhp_bench > "$out/build.log" 2>&1
 echo "wgmma serialised (C751x) in the probe build: $(grep -c 'C751[0-9]' "$out/build.log" || true)"
 for c in "${cases[@]}"; do
   echo "== $c"
-  "$bdir"/tools/dhp_bench --case "$c" 2>&1 | grep -E "^tiles|^timeline|TFLOP" | head -100
+  "$bdir"/tools/dhp_bench --case "$c" 2>&1 | grep -E "^tiles|^timeline|^ctas|^cta |TFLOP" | head -140
 done

@@ -1,14 +1,15 @@
 // Batch invariance across tile heights (threat model G5): at D = 64 the
 // Hopper launcher picks the tile height from the public shape -- a single
-// short sequence gets 64-row tiles (two warpgroups sharing them, taking the
-// key tiles in turn: src/kernels/sm90/mainloop_paired.cuh), a batch of them
-// 128- or 192-row tiles. Every height must give the same bits for a
-// sequence, so that its output does not depend on its batch neighbours.
-// Here one sequence runs alone (B = 1, H = 4, S = 600: 64-row tiles) and at
-// position 5 of a batch of 8 (128-row tiles causal, 192 otherwise), with
-// fresh random inputs, an odd number of key tiles (S = 600: five of 128)
-// and secret lengths; o and lse must match bit for bit. On other GPUs (one
-// tile height) the test still runs and must pass.
+// short sequence gets 64-row tiles (one consumer warpgroup), a batch of them
+// 128- or 192-row tiles (two or three warpgroups taking turns). Every height
+// must give the same bits for a sequence, so that its output does not
+// depend on its batch neighbours (launch.cuh: each row is computed by the
+// same instructions in the same order at every height). Here one sequence
+// runs alone (B = 1, H = 4, S = 600: 64-row tiles) and at position 5 of a
+// batch of 8 (128-row tiles causal, 192 otherwise), with fresh random
+// inputs, a partial last key tile and secret lengths; o and lse must match
+// bit for bit. With DHP_SM90_D64_ROWS set (one height forced) and on other
+// GPUs the test still runs and must pass.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 

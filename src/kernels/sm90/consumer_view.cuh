@@ -28,26 +28,6 @@ __device__ __forceinline__ float (&as_frag(float (&x)[N / 2]))[1][N / 8][4] {
   return *reinterpret_cast<float(*)[1][N / 8][4]>(&x);
 }
 
-// The two GEMMs of a key tile, as one wgmma group each (committed, not
-// waited). S = Q·Kᵀ: D/16 SS instructions of m64nBNk16 over Q's rows (BM
-// high in shared memory) and the K tile (BN keys) at descriptors dq / dk.
-template <DType DT, int BM, int BN, int D>
-__device__ __forceinline__ void issue_s_gemm(float (&sacc)[BN / 2], uint64_t dq, uint64_t dk) {
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-    MmaSS<DT, BN>::template run<0>(sacc, desc::advance_lo(dq, (kk / 4) * BM * 128 + (kk % 4) * 32),
-                                   desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
-  wg::commit();
-}
-// O += P·V with P in registers (the A operand, packed 16 bit) and the V tile
-// (BN keys, MN-major) at descriptor dv: BN/16 RS instructions of m64nDk16.
-template <DType DT, int BN, int D>
-__device__ __forceinline__ void issue_pv_gemm(float (&o)[D / 2], const uint32_t (&p)[BN / 16][4], uint64_t dv) {
-#pragma unroll
-  for (int k = 0; k < BN / 16; ++k) MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
-  wg::commit();
-}
-
 template <typename T>
 constexpr DType dtype_of() {
   return std::is_same_v<T, __half> ? DType::F16 : DType::BF16;

@@ -32,32 +32,6 @@ __device__ __forceinline__ void wait_staging_free(int lane) {
   __syncwarp();
 }
 
-// Writes this warp's 16 rows of a 16-bit tile into a 128-byte swizzled
-// tile of BM rows and N columns (column blocks of 64, wgmma.cuh sw128_offset)
-// with stmatrix. regs(j, i) gives the packed pair i (0-3) of 16-column step
-// j: i = 0 / 1 rows 0-7 / 8-15 of its first 8 columns, 2 / 3 the same for
-// the last 8 -- the order of the mma A fragment, and of the C fragment
-// packed by pairs. lane: the lane index (the addresses depend on it only).
-template <int BM, int N, typename Regs>
-__device__ __forceinline__ void stmatrix_rows(const uint8_t* stage, int warp_row0, int lane, Regs&& regs) {
-  // stmatrix .x4: lanes 8i..8i+7 give the row addresses of 8 x 8 matrix i.
-  const int i = lane / 8, r = (lane % 8) + 8 * (i & 1), half = i >> 1;
-  const uint32_t row_base =
-      static_cast<uint32_t>(__cvta_generic_to_shared(stage)) + static_cast<uint32_t>((warp_row0 + r) * 128);
-  // The swizzled chunk of step j depends on j % 4 only (4 steps = 128 B);
-  // 4 per-lane addresses, the column block as an immediate.
-  uint32_t addr[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) addr[j] = row_base + static_cast<uint32_t>(((2 * j + half) ^ (r & 7)) << 4);
-#pragma unroll
-  for (int j = 0; j < N / 16; ++j) {
-    const uint32_t a = addr[j % 4] + static_cast<uint32_t>((j / 4) * BM * 128);
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(regs(j, 0)),
-                 "r"(regs(j, 1)), "r"(regs(j, 2)), "r"(regs(j, 3))
-                 : "memory");
-  }
-}
-
 // Stages this warp's 16 rows of O (fp32 accumulator, wgmma fragment as
 // [1][D/8][4]) as T and stores them at rows row0.. of (head, batch).
 // stage: the staging tile in shared memory (BM rows, D / 64 column blocks
@@ -68,13 +42,31 @@ template <typename T, int BM, int D, bool kRebuild = false>
 __device__ __forceinline__ void store_rows_tma(const float (&o)[1][D / 8][4], const uint8_t* stage, int warp_row0,
                                                const void* tm_o, int32_t row0, int32_t head, int32_t batch,
                                                int lane) {
-  // The addresses are the same in every tile. kRebuild: built here from an
-  // opaque copy of the lane rather than held through the main loop
+  // stmatrix .x4: lanes 8i..8i+7 give the row addresses of 8 x 8 matrix i;
+  // matrix 0 / 1 = rows 0-7 / 8-15 of a 16-column step's first 8 columns,
+  // 2 / 3 the same for its last 8. Register i is matrix i's mma-C fragment.
+  // The addresses below are the same in every tile. kRebuild: built here
+  // from an opaque copy of the lane rather than held through the main loop
   // (kernels/common/opaque.cuh; the three-warpgroup kernel).
   const int lane_here = kRebuild ? kernels::opaque_copy(lane) : lane;
-  stmatrix_rows<BM, D>(stage, warp_row0, lane_here, [&](int j, int i) {
-    return sm80::pack2<T>(o[0][2 * j + i / 2][2 * (i % 2)], o[0][2 * j + i / 2][2 * (i % 2) + 1]);
-  });
+  const int i = lane_here / 8, r = (lane_here % 8) + 8 * (i & 1), half = i >> 1;
+  const uint32_t row_base =
+      static_cast<uint32_t>(__cvta_generic_to_shared(stage)) + static_cast<uint32_t>((warp_row0 + r) * 128);
+  // The swizzled chunk of step j depends on j % 4 only (4 steps = 128 B);
+  // 4 per-lane addresses, the column block as an immediate.
+  uint32_t addr[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) addr[j] = row_base + static_cast<uint32_t>(((2 * j + half) ^ (r & 7)) << 4);
+#pragma unroll
+  for (int j = 0; j < D / 16; ++j) {
+    const uint32_t a = addr[j % 4] + static_cast<uint32_t>((j / 4) * BM * 128);
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(a),
+                 "r"(sm80::pack2<T>(o[0][2 * j][0], o[0][2 * j][1])),
+                 "r"(sm80::pack2<T>(o[0][2 * j][2], o[0][2 * j][3])),
+                 "r"(sm80::pack2<T>(o[0][2 * j + 1][0], o[0][2 * j + 1][1])),
+                 "r"(sm80::pack2<T>(o[0][2 * j + 1][2], o[0][2 * j + 1][3]))
+                 : "memory");
+  }
   tma::fence_generic_to_async();  // this lane's writes, before the copy engine reads them
   __syncwarp();
   if (lane == 0) {  // public: lane index

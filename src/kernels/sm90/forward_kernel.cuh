@@ -22,7 +22,6 @@
 #include "kernels/sm90/consumer_view.cuh"
 #include "kernels/sm90/epilogue.cuh"
 #include "kernels/sm90/mainloop.cuh"
-#include "kernels/sm90/mainloop_paired.cuh"
 #include "kernels/sm90/producer.cuh"
 #include "kernels/sm90/scheduler.cuh"
 #include "kernels/sm90/timeline_probe.cuh"
@@ -72,6 +71,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const TileScheduler<BM> sched(args);
 
   timeline::mark(3, 0);  // TEST-ONLY probe (no code by default): kernel entry
+  timeline::cta_time(0);
   if (tid == 0) {
     // The tensor maps are kernel parameters, not data of an earlier kernel:
     // their descriptors can be fetched before the dependency wait below.
@@ -88,8 +88,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
       tma::barrier_init(&st.v_full[s], 1);
-      tma::barrier_init(&st.k_empty[s], Traits::kSlotReleasers);
-      tma::barrier_init(&st.v_empty[s], Traits::kSlotReleasers);
+      tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads);
+      tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads);
     }
     tma::barrier_init_fence();
   }
@@ -123,17 +123,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // -2 % at S1024; that kernel is left as it was (SASS-identical).
   const int g = Traits::kHeadDim <= 128 ? __shfl_sync(0xffffffffu, wg_index - 1, 0) : wg_index - 1;
   const int wtid = tid - 128 * wg_index;
-  // Paired tiles (mainloop_paired.cuh): both warpgroups own the tile's 64
-  // rows (g_rows = 0); g is the role, and warpgroup 0 alone writes O.
-  constexpr bool kPaired = Traits::kPairedRows;
-  const int g_rows = kPaired ? 0 : g;
-  if constexpr (!kPaired) pingpong::begin<Traits::kConsumers>(g);
+  pingpong::begin<Traits::kConsumers>(g);
   // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
   // while it is below the total, and the next tile is decoded during this
   // one (under the tail's P·V).
   ScheduledTile cur = scheduled_tile<BM, BN>(args, sched, 0), next;
   uint32_t kv = 0, tc = 0;
-  PairedRing<S> ring;  // paired tiles' ring position (kv is the others')
   for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
     timeline::tile(1 + g, tc, 0);
     const Tile tile = cur.tile;
@@ -144,8 +139,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // index (kernels/common/opaque.cuh: no register to hold them); with two
     // that would move their arithmetic into the main loop, so they stay.
     const int wtid_here = Traits::kConsumers == 3 ? kernels::opaque_copy(wtid) : wtid;
-    const int warp_row0 = 64 * g_rows + 16 * (wtid_here / 32);
-    const ConsumerView<Traits> view(st, args, range, m0, g_rows, wtid_here, kv, tc);
+    const int warp_row0 = 64 * g + 16 * (wtid_here / 32);
+    const ConsumerView<Traits> view(st, args, range, m0, g, wtid_here, kv, tc);
     timeline::tile(1 + g, tc, 1);
     float o[D / 2];
     sm80::OnlineSoftmax<1> sm;
@@ -163,17 +158,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
     };
     auto decode_next = [&] { next = scheduled_tile<BM, BN>(args, sched, r + 1); };
-    if constexpr (kPaired) {
-      run_consumer_paired<Traits>(view, ring, g, wtid, o, sm, release_previous_q, decode_next);
-      ring.advance(range.n_end);
-      if (g == 1) {  // public: warpgroup index; warpgroup 0 holds O
-        ++tc;
-        cur = next;
-        continue;
-      }
-    } else {
-      run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
-    }
+    run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
     kv += range.n_end;
 
     int32_t L_q = args.seqlen_q;
@@ -227,10 +212,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
     }
     timeline::tile(1 + g, tc, 7);
+    timeline::cta_time(2);
     ++tc;
     cur = next;
   }
-  if constexpr (!kPaired) pingpong::end<Traits::kConsumers>(g);
+  pingpong::end<Traits::kConsumers>(g);
   epilogue::wait_staging_free(wtid % 32);  // shared memory outlives the last stores' reads
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)

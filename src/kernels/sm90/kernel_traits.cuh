@@ -62,33 +62,19 @@ struct Sm90Config<256> {
 // NC_: consumer warpgroups (1, 2 or 3). D = 64 is built with all three
 // (launch.cuh picks by shape); the other head dims with 2. BN_: key tile
 // width, Sm90Config's unless launch.cuh picks another by shape (D = 128).
-// PAIRED_: two consumer warpgroups share one 64-row tile and take its key
-// tiles in turn (mainloop_paired.cuh): the 64-row D = 64 kernel for grids
-// that leave SMs idle, where one warpgroup's serial chain was the call.
-template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN, bool PAIRED_ = false>
+template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN>
 struct Sm90Traits {
   using T = T_;
   static constexpr int kHeadDim = D;
   static constexpr bool kHasLengths = HAS_LENGTHS_;
-  static constexpr bool kPairedRows = PAIRED_;
-  static_assert(!PAIRED_ || NC_ == 2, "a paired tile has two consumer warpgroups");
   // Consumer warpgroups of 64 query rows each, taking turns (ping-pong);
   // with three, two warpgroups' GEMMs cover one softmax (FA3's D = 64 shape).
   static constexpr int kConsumers = NC_;
   static constexpr int kConsumerThreads = 128 * kConsumers;
-  static constexpr int kBlockM = PAIRED_ ? 64 : 64 * kConsumers;
+  static constexpr int kBlockM = 64 * kConsumers;
   static constexpr int kBlockN = BN_;
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
-  // Paired: two slots per warpgroup (each warpgroup's key tiles in its own
-  // slots, so that every slot's phases are waited in order: PairedRing).
-  static constexpr int kStages = PAIRED_ ? 4 : D == 64 ? DHP_SM90_STAGES64 : 2;
-  static_assert(!PAIRED_ || kStages % 2 == 0, "paired: S / 2 slots per warpgroup (PairedRing)");
-  // Threads that release a K or V slot: every consumer, or (paired) the one
-  // warpgroup that reads it.
-  static constexpr int kSlotReleasers = PAIRED_ ? 128 : kConsumerThreads;
-  // Paired: the other warpgroup's weights P (BM x BN, 16 bit, K-major with
-  // the 128-byte swizzle) for the P.V of the warpgroup that holds O.
-  static constexpr int kPBytes = PAIRED_ ? kBlockM * BN_ * 2 : 0;
+  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kBlockM * D * 2;
@@ -106,7 +92,7 @@ struct Sm90Traits {
   // each warpgroup in its own 64 rows (which only its own S GEMMs read), so
   // no buffer of its own is needed; with one, in the ring (below).
   static constexpr int kSmemLimit = 227 * 1024;
-  static constexpr int kRingBytes = 2 * kStages * kKVBytes + kPBytes + (PAIRED_ ? 4096 : 0);
+  static constexpr int kRingBytes = 2 * kStages * kKVBytes;
   // + 2048: SharedStorage rounds its barrier block up to 1024 bytes, and the
   // launch adds 1024 of alignment slack.
   static constexpr int kQStages = 2 * kQBytes + kRingBytes + 2048 <= kSmemLimit ? 2 : 1;
@@ -123,22 +109,9 @@ struct Sm90Traits {
                 "one warpgroup's 64 rows of O per half of a ring slot");
 };
 
-// Paired tiles (Traits::kPairedRows): what the two warpgroups exchange. P
-// comes first in SharedStorage (1024-B aligned); the other kernels have an
-// empty base and the layout they always had.
-template <typename Traits, bool = Traits::kPairedRows>
-struct PairedExchange {};
-template <typename Traits>
-struct PairedExchange<Traits, true> {
-  alignas(1024) uint8_t p[Traits::kPBytes];  // weights of warpgroup 1's key tile
-  // Per consumer thread (the same rows and columns in both warpgroups):
-  float m_from[2][128][2];  // running row max after a key tile, from warpgroup 0 / 1
-  float alpha_sum[128][4];  // alpha and partial row sums of warpgroup 1's key tile
-};
-
 // Shared memory: tiles first (1024-B aligned), barriers and lengths last.
 template <typename Traits>
-struct SharedStorage : PairedExchange<Traits> {
+struct SharedStorage {
   alignas(1024) uint8_t q[Traits::kQStages][Traits::kQBytes];  // Q, then (two buffers) the tile's O staging
   alignas(1024) uint8_t k[Traits::kStages][Traits::kKVBytes];
   alignas(1024) uint8_t v[Traits::kStages][Traits::kKVBytes];
@@ -146,27 +119,6 @@ struct SharedStorage : PairedExchange<Traits> {
   uint64_t k_full[Traits::kStages], k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
   int32_t lens[2][2];  // per tile parity: L_q, L_k (secret; clamped)
-};
-
-// Ring position of a paired tile's key tiles. Key tile it belongs to
-// warpgroup w = it % 2 and goes into one of w's own slots (S / 2 each:
-// slot w + 2 * (c % (S / 2)), c = w's key tiles so far in this CTA), so that
-// each warpgroup waits every phase of its slots in order -- a waiter that
-// skipped a phase of a slot could see the phase before it as its own.
-// Producer and consumers keep the same counters; all counts are public.
-template <int S>
-struct PairedRing {
-  uint32_t c0 = 0, c1 = 0;  // key tiles of warpgroup 0 / 1 before this tile (not an array: no local memory)
-  __host__ __device__ __forceinline__ uint32_t count(int32_t it) const { return ((it & 1) ? c1 : c0) + it / 2; }
-  __host__ __device__ __forceinline__ int stage(int32_t it) const {
-    return (it & 1) + 2 * static_cast<int>(count(it) % (S / 2));
-  }
-  __host__ __device__ __forceinline__ uint32_t parity(int32_t it) const { return (count(it) / (S / 2)) & 1; }
-  // After a tile of n key tiles: warpgroup 0 took ceil(n / 2), 1 floor(n / 2).
-  __host__ __device__ __forceinline__ void advance(int32_t n) {
-    c0 += static_cast<uint32_t>(n + 1) / 2;
-    c1 += static_cast<uint32_t>(n) / 2;
-  }
 };
 
 }  // namespace dhp::sm90

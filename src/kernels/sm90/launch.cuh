@@ -15,10 +15,6 @@
 #include "kernels/sm90/padding_scrub.hpp"
 #include "kernels/sm90/tensor_map.hpp"
 
-#ifndef DHP_SM90_PAIRED_ROWS
-#define DHP_SM90_PAIRED_ROWS 1
-#endif
-
 namespace dhp::sm90 {
 
 // A [B, S, H, D] tensor (any strides, d contiguous) as a TMA tensor map with
@@ -146,12 +142,10 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 //    S_q = 512 up (since the Q double buffer: +7 % at S512, +9 % at S1024);
 //  * 128 rows for shorter sequences and causal S_q < 2048 (192-row tiles
 //    cost causal S512 / S1024 7-9 %: fewer, unevenly loaded tiles);
-//  * 64 rows below S_q = 2048 when 128-row tiles would leave more than half
-//    the SMs idle: a short serial chain per CTA matters more there than
-//    ping-pong (the small configuration, B=1 H=8 S=512: 32 CTAs). Two
-//    consumer warpgroups share the 64 rows and take the key tiles in turn
-//    (mainloop_paired.cuh; DHP_SM90_PAIRED_ROWS=0 builds the one-warpgroup
-//    kernel instead, for A/B). docs/perf-log.md has the measurements.
+//  * 64 rows (one consumer warpgroup) below S_q = 2048 when 128-row tiles
+//    would leave more than half the SMs idle: a short serial chain per CTA
+//    matters more there than ping-pong (the small configuration, B=1 H=8
+//    S=512: 32 CTAs). docs/perf-log.md has the measurements.
 // Every height computes each row with the same instructions in the same
 // order (m64 wgmma per warpgroup, the same key tiles), so the outputs are
 // bitwise the same whichever is taken: batch invariance does not depend on
@@ -166,13 +160,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
       rows = 64;
     if (rows_env != nullptr) rows = std::atoi(rows_env);
     if (rows == 192) return launch_forward<Sm90Traits<T, D, LENGTHS, 3>>(a, s);
-    if (rows == 64) {
-#if DHP_SM90_PAIRED_ROWS
-      return launch_forward<Sm90Traits<T, D, LENGTHS, 2, Sm90Config<D>::kBlockN, true>>(a, s);
-#else
-      return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
-#endif
-    }
+    if (rows == 64) return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS, 2>>(a, s);
   } else if constexpr (D == 128) {
     // D = 128, non-causal, S_k >= 2048: 160-key tiles (S 80 and P 40

@@ -218,8 +218,21 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 
   float sacc[BN / 2];
   uint32_t p[BN / 16][4];
-  auto issue_qk = [&](int s) { issue_s_gemm<DT, BM, BN, D>(sacc, dq, desc::advance_lo(dk0, s * kStageBytes)); };
-  auto issue_pv = [&](int s) { issue_pv_gemm<DT, BN, D>(o, p, desc::advance_lo(dv0, s * kStageBytes)); };
+  auto issue_qk = [&](int s) {
+    const uint64_t dk = desc::advance_lo(dk0, s * kStageBytes);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      MmaSS<DT, BN>::template run<0>(sacc, desc::advance_lo(dq, (kk / 4) * BM * 128 + (kk % 4) * 32),
+                                     desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
+    wg::commit();
+  };
+  auto issue_pv = [&](int s) {
+    const uint64_t dv = desc::advance_lo(dv0, s * kStageBytes);
+#pragma unroll
+    for (int k = 0; k < BN / 16; ++k)
+      MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
+    wg::commit();
+  };
   // Mask (select) and softmax of the landed S tile for key tile n; packs P.
   SplitSoftmax sm;
   sm.init();

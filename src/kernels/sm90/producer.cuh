@@ -49,7 +49,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
                                              const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
   uint32_t kv = 0, tc = 0;
-  PairedRing<S> ring;  // paired tiles: each warpgroup's key tiles in its own slots
   timeline::mark(0, 0);
   // This CTA's tiles are tile_of(0), tile_of(1), ... while below the total
   // (tile_of grows with the round), so the loop needs no division for its
@@ -62,6 +61,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   asm volatile("" ::"r"(cur.t), "r"(cur.tile.m_block), "r"(cur.tile.head), "r"(cur.tile.batch), "r"(cur.head_kv),
                "r"(cur.n_end));
   pdl::wait_for_previous_grid();
+  timeline::cta_time(1);
   for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
     const Tile tile = cur.tile;
     const int32_t m0 = tile.m_block * BM, head_kv = cur.head_kv;
@@ -110,8 +110,8 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       }
     };
     for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
-      const int s = Traits::kPairedRows ? ring.stage(it) : static_cast<int>(kv % S);
-      const uint32_t phase = Traits::kPairedRows ? ring.parity(it) : (kv / S) & 1;
+      const int s = kv % S;
+      const uint32_t phase = (kv / S) & 1;
       const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
       if (waits) {
         load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
@@ -122,7 +122,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         if (it == n_end - 1) timeline::tile(0, tc, 4);
       }
     }
-    ring.advance(n_end);
     ++tc;
     cur = scheduled_tile<BM, BN>(args, sched, r + 1);  // while the consumers work on this tile
   }

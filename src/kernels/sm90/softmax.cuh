@@ -40,10 +40,10 @@ struct SplitSoftmax {
     return used_scaled_here;
   }
 
-  // One row's weights (in place); returns this thread's sum of them.
+  // One row's weights (in place) and row sum.
   template <int NT>
-  __device__ __forceinline__ static float row_weights(float (&s)[1][NT][4], int hh, float used_scaled,
-                                                      float scale_log2) {
+  __device__ __forceinline__ void row_weights_step(float (&s)[1][NT][4], int hh, float scale_log2, float used_scaled,
+                                                   const float (&alpha)[2]) {
     float sum = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
@@ -53,17 +53,7 @@ struct SplitSoftmax {
         s[0][nt][2 * hh + e] = p;
         sum += p;
       }
-    return sum;
-  }
-  // One row's weights (in place) and row sum.
-  template <int NT>
-  __device__ __forceinline__ void row_weights_step(float (&s)[1][NT][4], int hh, float scale_log2, float used_scaled,
-                                                   const float (&alpha)[2]) {
-    fold_row(hh, alpha[hh], row_weights(s, hh, used_scaled, scale_log2));
-  }
-  // The running row sum after a key tile: l = l * alpha + the tile's sum.
-  __device__ __forceinline__ void fold_row(int hh, float alpha, float tile_sum) {
-    row_sum[hh] = fmaf(row_sum[hh], alpha, tile_sum);
+    row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
   }
 
   // Max and weights row by row (the kernels that take the ping-pong turn
@@ -89,14 +79,6 @@ struct SplitSoftmax {
   __device__ __forceinline__ void exp_phase(float (&s)[1][NT][4], float scale_log2, const float (&alpha)[2]) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) row_weights_step(s, hh, scale_log2, used_scaled[hh], alpha);
-  }
-  // exp_phase without the fold: the tile's own sums, for a running sum kept
-  // elsewhere (paired tiles: the warpgroup that holds O folds them in key
-  // tile order with fold_row, the same FFMA in the same order).
-  template <int NT>
-  __device__ __forceinline__ void exp_phase_sums(float (&s)[1][NT][4], float scale_log2, float (&sums)[2]) const {
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) sums[hh] = row_weights(s, hh, used_scaled[hh], scale_log2);
   }
 
   // Unconditional: the same multiplies whether or not the max moved.

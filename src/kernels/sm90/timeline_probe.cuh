@@ -48,7 +48,40 @@ __device__ __forceinline__ void tile(int row, uint32_t tc, int event) {
   if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && event == 0) g_current_tile[row] = static_cast<int>(tc);
   if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && tc < kTiles) g_tiles[row][tc][event] = clock64();
 }
+// Every CTA's wall clock (%globaltimer, ns): 0 kernel entry, 1 the
+// producer past the PDL wait, 2 warpgroup 0's last tile written. The print
+// kernel reports them relative to the earliest PDL pass, and which CTA ends
+// last: the call ends with the last CTA, not with CTA 0.
+inline constexpr int kCtas = 1024;
+static __device__ unsigned long long g_cta[kCtas][3];
+__device__ __forceinline__ void cta_time(int event) {
+  if (threadIdx.x % 128 == 0 && blockIdx.x < kCtas) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    g_cta[blockIdx.x][event] = t;
+  }
+}
 static __global__ void print_kernel() {
+  {
+    unsigned long long pdl_min = ~0ull, pdl_max = 0, end_max = 0, end_min = ~0ull, entry_min = ~0ull;
+    int last = -1, n = 0;  // n: the CTAs that stamped (the grid's CTAs come first)
+    for (int c = 0; c < kCtas && g_cta[c][2] != 0; ++c, ++n) {
+      entry_min = g_cta[c][0] < entry_min ? g_cta[c][0] : entry_min;
+      pdl_min = g_cta[c][1] < pdl_min ? g_cta[c][1] : pdl_min;
+      pdl_max = g_cta[c][1] > pdl_max ? g_cta[c][1] : pdl_max;
+      end_min = g_cta[c][2] < end_min ? g_cta[c][2] : end_min;
+      if (g_cta[c][2] > end_max) end_max = g_cta[c][2], last = c;
+    }
+    printf("ctas %d: entry %lld, pdl pass 0..%lld, end %lld..%lld ns (last: CTA %d, pdl %lld)\n", n,
+           static_cast<long long>(entry_min - pdl_min), static_cast<long long>(pdl_max - pdl_min),
+           static_cast<long long>(end_min - pdl_min), static_cast<long long>(end_max - pdl_min), last,
+           last >= 0 ? static_cast<long long>(g_cta[last][1] - pdl_min) : -1);
+    for (int c = 0; c < n; c += 8) {
+      printf("cta %3d..:", c);
+      for (int d = c; d < c + 8 && d < n; ++d) printf(" %lld", static_cast<long long>(g_cta[d][2] - pdl_min));
+      printf("\n");
+    }
+  }
   const long long t0 = static_cast<long long>(g_tiles[1][0][0]);
   for (int r = 0; r < 4; ++r)
     for (int s = 0; s < kSlots; s += 4)
@@ -69,6 +102,7 @@ static void after_launch(cudaStream_t stream) {
   if (++launches == DHP_SM90_TIMELINE) print_kernel<<<1, 1, 0, stream>>>();
 }
 #else
+__device__ __forceinline__ void cta_time(int) {}
 __device__ __forceinline__ void mark(int, int) {}
 __device__ __forceinline__ void tile(int, uint32_t, int) {}
 inline void after_launch(cudaStream_t) {}
