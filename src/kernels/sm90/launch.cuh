@@ -138,10 +138,12 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 
 // D = 64 has three tile heights, chosen from the public shape:
 //  * 192 query rows (three consumer warpgroups: two warpgroups' GEMMs cover
-//    one softmax) where S_q >= 2048, and without causal masking from
+//    one softmax) where S_q > 2048, and without causal masking from
 //    S_q = 512 up (since the Q double buffer: +7 % at S512, +9 % at S1024);
-//  * 128 rows for shorter sequences and causal S_q < 2048 (192-row tiles
-//    cost causal S512 / S1024 7-9 %: fewer, unevenly loaded tiles);
+//  * 128 rows for shorter sequences and causal S_q <= 2048 (192-row tiles
+//    cost causal S512 / S1024 7-9 %: fewer, unevenly loaded tiles; causal
+//    S2048 1.0-1.3 % since the session-13 producer, S3072 / S4096 gain 8 /
+//    4 % from 192: docs/perf-log.md, session 14);
 //  * 64 rows (one consumer warpgroup) below S_q = 2048 when 128-row tiles
 //    would leave more than half the SMs idle: a short serial chain per CTA
 //    matters more there than ping-pong (the small configuration, B=1 H=8
@@ -154,7 +156,7 @@ template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
-    int rows = a.seqlen_q >= 2048 || (!a.causal && a.seqlen_q >= 512) ? 192 : 128;
+    int rows = a.seqlen_q > 2048 || (!a.causal && a.seqlen_q >= 512) ? 192 : 128;
     const int64_t tiles128 = (static_cast<int64_t>(a.seqlen_q) + 127) / 128 * a.heads_q * a.batch;
     if (a.seqlen_q < 2048 && 2 * tiles128 <= sm_count())
       rows = 64;
