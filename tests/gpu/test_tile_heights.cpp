@@ -94,6 +94,15 @@ void expect_same_alone_and_in_batch(DType dt, bool causal, bool lengths) {
   EXPECT_EQ(unwritten, 0);
   EXPECT_EQ(o_diff, 0) << "o differs alone vs in a batch (seed " << seed << ")";
   EXPECT_EQ(lse_diff, 0) << "lse differs alone vs in a batch (seed " << seed << ")";
+  // The comparison can fail: one V element of key 0 (visible to every row
+  // that sees any key) raised by 8 must change o somewhere.
+  std::vector<uint16_t> v1(v.begin() + pos * per_seq, v.begin() + (pos + 1) * per_seq);
+  v1[0] = to_bits(from_bits(v1[0], dt) + 8.0f, dt);
+  const Run changed = forward(dt, 1, S, H, causal, q.data() + pos * per_seq, k.data() + pos * per_seq, v1.data(),
+                              lq1, lk1);
+  int64_t changed_o = 0;
+  for (int64_t i = 0; i < per_seq; ++i) changed_o += changed.o[i] != alone.o[i];
+  EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << seed << ")";
 }
 
 TEST(TileHeights, D64SequenceAloneMatchesItInABatchBitwise) {

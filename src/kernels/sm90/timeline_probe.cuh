@@ -48,10 +48,11 @@ __device__ __forceinline__ void tile(int row, uint32_t tc, int event) {
   if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && event == 0) g_current_tile[row] = static_cast<int>(tc);
   if (blockIdx.x == 0 && threadIdx.x % 128 == 0 && tc < kTiles) g_tiles[row][tc][event] = clock64();
 }
-// Every CTA's wall clock (%globaltimer, ns): 0 kernel entry, 1 the
-// producer past the PDL wait, 2 warpgroup 0's last tile written. The print
-// kernel reports them relative to the earliest PDL pass, and which CTA ends
-// last: the call ends with the last CTA, not with CTA 0.
+// cta_time(): every CTA's wall clock (%globaltimer, ns): 0 kernel entry,
+// 1 the producer past the PDL wait, 2 the last consumer warpgroup done with
+// its last tile (each stamps; the later store stays). The print kernel
+// reports them relative to the earliest PDL pass, and which CTA ends last:
+// the call ends with the last CTA, not with CTA 0.
 inline constexpr int kCtas = 1024;
 static __device__ unsigned long long g_cta[kCtas][3];
 __device__ __forceinline__ void cta_time(int event) {
