@@ -59,8 +59,10 @@ typedef struct dhp_attention_params {
   /* Element strides, >= 0 and a multiple of 8 elements (16 bytes); the stride
    * of a dimension of size 1 is ignored. The output's (dimension, stride)
    * pairs must not overlap: sorted by stride, each stride >= the extent of
-   * the dimensions below it (D for the smallest). Outputs must not alias
-   * inputs. */
+   * the dimensions below it (D for the smallest). Outputs (o, lse) must
+   * share no memory with the inputs (q, k, v, lengths) or with each other:
+   * checked on the address ranges the tensors span, so views of one buffer
+   * whose ranges interleave are refused. Inputs may share memory. */
   int64_t q_stride_batch, q_stride_seq, q_stride_head;
   int64_t k_stride_batch, k_stride_seq, k_stride_head;
   int64_t v_stride_batch, v_stride_seq, v_stride_head;
@@ -69,7 +71,7 @@ typedef struct dhp_attention_params {
   float* lse; /* optional (NULL): float32 [B, H_q, S_q], natural-log base, 4-byte aligned */
 
   int has_softmax_scale; /* 0: use 1/sqrt(D) */
-  float softmax_scale;   /* finite and > 0 when has_softmax_scale */
+  float softmax_scale;   /* finite, > 0 and <= FLT_MAX / log2(e) when has_softmax_scale */
   int causal;            /* bottom-right aligned: key j visible to query i iff j <= i + L_k - L_q */
 
   /* Optional secret lengths (device int32[B], 4-byte aligned), clamped into

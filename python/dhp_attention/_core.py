@@ -144,6 +144,10 @@ def check_scale(scale) -> None:
         raise TypeError(f"scale: must be a float or None, got {type(scale).__name__}")
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale: must be finite and > 0, got {scale}")
+    # The kernels fold log2(e) into the scale in fp32 (the C ABI's rule too).
+    if scale * 1.4426950408889634 > 3.4028234663852886e38:
+        raise ValueError(f"scale: must be at most FLT_MAX / log2(e) = 2.3587e38 (scale * log2(e) must be a "
+                         f"finite float), got {scale}")
 
 
 def _bshd(info: ArrayInfo, name: str, layout: str):

@@ -76,10 +76,14 @@ Status attention_forward(const Params& p) {
       {sm90::launch_forward_fp16_d64, sm90::launch_forward_fp16_d128, sm90::launch_forward_fp16_d256},
       {sm90::launch_forward_bf16_d64, sm90::launch_forward_bf16_d128, sm90::launch_forward_bf16_d256}};
   if (major == 9 && kernel_choice() != KernelChoice::Portable) {
-    // cudaErrorNotSupported: not expressible as TMA tensor maps (a base or a
-    // stride not 16-byte aligned), or no scratch memory for the zero-padded
-    // copy of V (secret key lengths); the attention kernel was not launched:
-    // use the portable kernel.
+    // cudaErrorNotSupported: not expressible as TMA tensor maps (validation
+    // already requires 16-byte bases and strides; left are the encoder's own
+    // limits, e.g. strides of 2^40 bytes), counts past the Hopper kernel's
+    // 32-bit schedule and ring counters (sm90/launch.cuh), or no scratch
+    // memory for the zero-padded copy of V (secret key lengths). The
+    // attention kernel was not launched (the V copy may have been written
+    // into scratch that is freed unused): use the portable kernel. Every
+    // reason is a public one.
     const cudaError_t e = kSm90Table[dtype_index][dim_index](a, has_lengths, stream);
     if (e == cudaSuccess) return {};
     if (e != cudaErrorNotSupported) return cuda_failure("kernel launch", e);

@@ -1,11 +1,13 @@
 // Validation of every public argument. Runs on the host before any launch;
 // it never reads device memory, so secret values (tensor contents, lengths)
 // are never inspected here: out-of-range lengths are clamped in the kernels.
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "api/limits.hpp"
 #include "dhp/attention.hpp"
@@ -21,9 +23,11 @@ bool aligned(const void* ptr, int64_t bytes) {
   return (reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes)) == 0;
 }
 
-// Checks one [B, S, H, D] tensor's pointer and strides.
+// Checks one [B, S, H, D] tensor's pointer and strides; on success *bytes
+// is the size of the address range it spans (largest element offset + 1,
+// times 2 bytes).
 Status check_tensor(const char* name, const void* ptr, int64_t B, int64_t S, int64_t H, int64_t D,
-                    int64_t sb, int64_t ss, int64_t sh) {
+                    int64_t sb, int64_t ss, int64_t sh, int64_t* bytes) {
   using namespace limits;
   if (ptr == nullptr) return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(name) + ": pointer is null");
   if (!aligned(ptr, kTensorAlignBytes))
@@ -51,6 +55,41 @@ Status check_tensor(const char* name, const void* ptr, int64_t B, int64_t S, int
     span += (d.size - 1) * d.stride;  // element count; the bound below is in elements too
     if (span > kMaxSpanBytes / 2)
       return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(name) + ": tensor spans more than 2^62 bytes");
+  }
+  *bytes = span * 2;
+  return {};
+}
+
+// An address range [begin, begin + bytes), saturating at the top of the
+// address space.
+struct Range {
+  const char* name;
+  uintptr_t begin, end;
+};
+Range range(const char* name, const void* ptr, int64_t bytes) {
+  const uintptr_t b = reinterpret_cast<uintptr_t>(ptr), n = static_cast<uintptr_t>(bytes);
+  return {name, b, UINTPTR_MAX - b < n ? UINTPTR_MAX : b + n};
+}
+
+// Outputs share no memory with the inputs or with each other. Shared bytes
+// would make results depend on the order in which CTAs of the persistent
+// grid read and write them (a timing dependence the batch-invariance gate
+// forbids) and let the kernel read what it has written. Checked on the
+// address ranges the tensors span (public pointers and extents): views of
+// one buffer whose ranges interleave are refused even where no element is
+// shared. Inputs may share memory with each other (they are only read).
+Status check_outputs_alias_nothing(const std::vector<Range>& outputs, const std::vector<Range>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Range& o = outputs[i];
+    auto clash = [&](const Range& x) { return o.begin < x.end && x.begin < o.end; };
+    for (const Range& x : inputs)
+      if (clash(x))
+        return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(o.name) + ": output memory overlaps " + x.name +
+                                                    " (outputs must not share memory with any input)");
+    for (size_t j = i + 1; j < outputs.size(); ++j)
+      if (clash(outputs[j]))
+        return fail(DHP_ERROR_INVALID_ARGUMENT,
+                    std::string(o.name) + ": output memory overlaps " + outputs[j].name + " (outputs must not overlap)");
   }
   return {};
 }
@@ -112,17 +151,18 @@ Status validate(const Params& p_ref) {
 
   const int64_t B = p->batch, D = p->head_dim;
   Status s;
+  int64_t q_bytes = 0, k_bytes = 0, v_bytes = 0, o_bytes = 0;
   if (!(s = check_tensor("q", p->q, B, p->seqlen_q, p->heads_q, D, p->q_stride_batch,
-                         p->q_stride_seq, p->q_stride_head)))
+                         p->q_stride_seq, p->q_stride_head, &q_bytes)))
     return s;
   if (!(s = check_tensor("k", p->k, B, p->seqlen_k, p->heads_kv, D, p->k_stride_batch,
-                         p->k_stride_seq, p->k_stride_head)))
+                         p->k_stride_seq, p->k_stride_head, &k_bytes)))
     return s;
   if (!(s = check_tensor("v", p->v, B, p->seqlen_k, p->heads_kv, D, p->v_stride_batch,
-                         p->v_stride_seq, p->v_stride_head)))
+                         p->v_stride_seq, p->v_stride_head, &v_bytes)))
     return s;
   if (!(s = check_tensor("o", p->o, B, p->seqlen_q, p->heads_q, D, p->o_stride_batch,
-                         p->o_stride_seq, p->o_stride_head)))
+                         p->o_stride_seq, p->o_stride_head, &o_bytes)))
     return s;
 
   if (!(s = check_output_no_overlap(*p))) return s;
@@ -132,6 +172,12 @@ Status validate(const Params& p_ref) {
 
   if (p->has_softmax_scale && !(std::isfinite(p->softmax_scale) && p->softmax_scale > 0.0f))
     return fail(DHP_ERROR_INVALID_ARGUMENT, "softmax_scale: must be finite and > 0");
+  // The kernels fold log2(e) into the scale in fp32: above FLT_MAX / log2(e)
+  // that product is +inf and every output NaN.
+  if (p->has_softmax_scale && static_cast<double>(p->softmax_scale) * 1.4426950408889634 > FLT_MAX)
+    return fail(DHP_ERROR_INVALID_ARGUMENT,
+                "softmax_scale: must be at most FLT_MAX / log2(e) = 2.3587e38 (softmax_scale * log2(e) must be a "
+                "finite float)");
 
   if (p->seqlens != nullptr && (p->seqlens_q != nullptr || p->seqlens_k != nullptr))
     return fail(DHP_ERROR_INVALID_ARGUMENT,
@@ -148,7 +194,13 @@ Status validate(const Params& p_ref) {
   for (const auto& l : lens)
     if (l.ptr != nullptr && !aligned(l.ptr, 4))
       return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(l.name) + ": pointer must be 4-byte aligned");
-  return {};
+
+  std::vector<Range> inputs = {range("q", p->q, q_bytes), range("k", p->k, k_bytes), range("v", p->v, v_bytes)};
+  for (const auto& l : lens)
+    if (l.ptr != nullptr) inputs.push_back(range(l.name, l.ptr, B * 4));
+  std::vector<Range> outputs = {range("o", p->o, o_bytes)};
+  if (p->lse != nullptr) outputs.push_back(range("lse", p->lse, B * p->heads_q * p->seqlen_q * 4));  // [B, H_q, S_q]
+  return check_outputs_alias_nothing(outputs, inputs);
 }
 
 }  // namespace dhp

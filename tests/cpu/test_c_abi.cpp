@@ -21,8 +21,10 @@ const void* fake(uintptr_t addr) { return reinterpret_cast<const void*>(addr); }
 
 dhp_attention_params valid_c_params() {
   dhp_attention_params p;
-  dhp_attention_params_init_bshd(&p, DHP_FLOAT16, 2, 64, 96, 8, 2, 128, fake(0x10000),
-                                 fake(0x20000), fake(0x30000), reinterpret_cast<void*>(0x40000));
+  // Bases 2^40 bytes apart: the output overlaps no input (validation checks).
+  dhp_attention_params_init_bshd(&p, DHP_FLOAT16, 2, 64, 96, 8, 2, 128, fake(uintptr_t{1} << 40),
+                                 fake(uintptr_t{2} << 40), fake(uintptr_t{3} << 40),
+                                 reinterpret_cast<void*>(uintptr_t{4} << 40));
   return p;
 }
 

@@ -20,10 +20,15 @@ const void* fake(uintptr_t addr) { return reinterpret_cast<const void*>(addr); }
 void* fake_mut(uintptr_t addr) { return reinterpret_cast<void*>(addr); }
 const int32_t* fake_lens(uintptr_t addr) { return reinterpret_cast<const int32_t*>(addr); }
 
+// Fake tensor bases 2^40 bytes apart: no tensor of any case below spans
+// that much, so the baseline's outputs overlap nothing (validation checks).
+constexpr uintptr_t kQ = uintptr_t{1} << 40, kK = uintptr_t{2} << 40, kV = uintptr_t{3} << 40,
+                    kO = uintptr_t{4} << 40;
+
 // Baseline: fp16, B=2, S_q=S_k=128, H_q=8, H_kv=2 (GQA), D=128, BSHD.
 dhp::Params valid_params(int64_t seqlen_q = 128, int64_t seqlen_k = 128) {
-  return dhp::make_params(dhp::DType::kFloat16, 2, seqlen_q, seqlen_k, 8, 2, 128, fake(0x10000),
-                          fake(0x20000), fake(0x30000), fake_mut(0x40000));
+  return dhp::make_params(dhp::DType::kFloat16, 2, seqlen_q, seqlen_k, 8, 2, 128, fake(kQ), fake(kK), fake(kV),
+                          fake_mut(kO));
 }
 
 // Re-derives contiguous BSHD strides after a test changes sizes, so that the
@@ -98,10 +103,10 @@ const BadCase kBadCases[] = {
     {"k_null", [](auto& p) { p.k = nullptr; }, kInvalid, {"k: pointer", "null"}},
     {"v_null", [](auto& p) { p.v = nullptr; }, kInvalid, {"v: pointer", "null"}},
     {"o_null", [](auto& p) { p.o = nullptr; }, kInvalid, {"o: pointer", "null"}},
-    {"q_misaligned", [](auto& p) { p.q = fake(0x10002); }, kInvalid, {"q: pointer", "16-byte"}},
-    {"k_misaligned", [](auto& p) { p.k = fake(0x20002); }, kInvalid, {"k: pointer", "16-byte"}},
-    {"v_misaligned", [](auto& p) { p.v = fake(0x30008); }, kInvalid, {"v: pointer", "16-byte"}},
-    {"o_misaligned", [](auto& p) { p.o = fake_mut(0x40002); }, kInvalid, {"o: pointer", "16-byte"}},
+    {"q_misaligned", [](auto& p) { p.q = fake(kQ + 2); }, kInvalid, {"q: pointer", "16-byte"}},
+    {"k_misaligned", [](auto& p) { p.k = fake(kK + 2); }, kInvalid, {"k: pointer", "16-byte"}},
+    {"v_misaligned", [](auto& p) { p.v = fake(kV + 8); }, kInvalid, {"v: pointer", "16-byte"}},
+    {"o_misaligned", [](auto& p) { p.o = fake_mut(kO + 2); }, kInvalid, {"o: pointer", "16-byte"}},
     {"q_stride_seq_not_multiple_of_8", [](auto& p) { p.q_stride_seq = 1020; }, kInvalid, {"q_stride_seq", "multiple of 8"}},
     {"k_stride_head_not_multiple_of_8", [](auto& p) { p.k_stride_head = 130; }, kInvalid, {"k_stride_head", "multiple of 8"}},
     {"v_stride_batch_not_multiple_of_8", [](auto& p) { p.v_stride_batch += 1; }, kInvalid, {"v_stride_batch", "multiple of 8"}},
@@ -130,6 +135,17 @@ const BadCase kBadCases[] = {
     {"scale_nan", [](auto& p) { set_scale(p, kNaN); }, kInvalid, {"softmax_scale"}},
     {"scale_inf", [](auto& p) { set_scale(p, kInf); }, kInvalid, {"softmax_scale"}},
     {"scale_minus_inf", [](auto& p) { set_scale(p, -kInf); }, kInvalid, {"softmax_scale"}},
+    // Finite, but times log2(e) it is +inf in fp32 (every output would be NaN).
+    {"scale_huge", [](auto& p) { set_scale(p, 3.0e38f); }, kInvalid, {"softmax_scale", "log2(e)"}},
+    // Outputs sharing memory with an input or with each other.
+    {"o_is_q", [](auto& p) { p.o = fake_mut(kQ); }, kInvalid, {"o:", "overlaps q"}},
+    {"o_inside_v", [](auto& p) { p.o = fake_mut(kV + 4096); }, kInvalid, {"o:", "overlaps v"}},
+    {"o_ends_inside_k", [](auto& p) { p.o = fake_mut(kK - 4096); }, kInvalid, {"o:", "overlaps k"}},
+    {"o_over_seqlens_k", [](auto& p) { p.seqlens_k = fake_lens(kO + 64); }, kInvalid, {"o:", "overlaps seqlens_k"}},
+    {"lse_inside_o", [](auto& p) { p.lse = reinterpret_cast<float*>(kO + 256); }, kInvalid, {"o:", "overlaps lse"}},
+    {"lse_inside_q", [](auto& p) { p.lse = reinterpret_cast<float*>(kQ + 256); }, kInvalid, {"lse:", "overlaps q"}},
+    {"lse_over_seqlens", [](auto& p) { p.seqlens = fake_lens(0x50100); p.lse = reinterpret_cast<float*>(0x50000); },
+     kInvalid, {"lse:", "overlaps seqlens"}},
     {"seqlens_with_seqlens_q", [](auto& p) { p.seqlens = fake_lens(0x60000); p.seqlens_q = fake_lens(0x60100); },
      kInvalid, {"seqlens", "seqlens_q"}},
     {"seqlens_with_seqlens_k", [](auto& p) { p.seqlens = fake_lens(0x60000); p.seqlens_k = fake_lens(0x60100); },
@@ -183,6 +199,11 @@ const GoodCase kGoodCases[] = {
     {"head_dim_256", [](auto& p) { p.head_dim = 256; contiguous(p); }},
     {"causal", [](auto& p) { p.causal = 1; }},
     {"explicit_scale", [](auto& p) { set_scale(p, 0.5f); }},
+    {"scale_just_below_limit", [](auto& p) { set_scale(p, 2.35e38f); }},
+    // Inputs may share memory (they are only read); an output just past one is fine.
+    {"q_k_v_one_buffer", [](auto& p) { p.k = p.q; p.v = p.q; p.heads_kv = 8; contiguous(p); }},
+    {"o_right_after_q", [](auto& p) { p.o = fake_mut(kQ + 2 * 128 * 8 * 128 * 2); }},
+    {"lse_right_before_o", [](auto& p) { p.lse = reinterpret_cast<float*>(kO - 2 * 8 * 128 * 4); }},
     {"scale_ignored_without_flag", [](auto& p) { p.has_softmax_scale = 0; p.softmax_scale = kNaN; }},
     {"lse_4_byte_aligned", [](auto& p) { p.lse = reinterpret_cast<float*>(0x50004); }},
     {"shared_seqlens", [](auto& p) { p.seqlens = fake_lens(0x60004); p.causal = 1; }},
@@ -212,8 +233,8 @@ INSTANTIATE_TEST_SUITE_P(Validation, GoodParams, ::testing::ValuesIn(kGoodCases)
 
 // The tiny single-row problem at the lower size limits is valid too.
 TEST(Validation, MinimalProblem) {
-  const dhp::Params p = dhp::make_params(dhp::DType::kBFloat16, 1, 1, 1, 1, 1, 64, fake(0x10),
-                                         fake(0x20), fake(0x30), fake_mut(0x40));
+  const dhp::Params p = dhp::make_params(dhp::DType::kBFloat16, 1, 1, 1, 1, 1, 64, fake(0x1000),
+                                         fake(0x2000), fake(0x3000), fake_mut(0x4000));
   EXPECT_TRUE(dhp::validate(p).ok()) << dhp::validate(p).message;
 }
 

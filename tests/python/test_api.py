@@ -69,6 +69,7 @@ def test_compiled_module_loads():
     (dict(causal=1), TypeError, r"^causal: must be a bool"),
     (dict(scale=float("nan")), ValueError, r"^scale: must be finite and > 0"),
     (dict(scale=-0.5), ValueError, r"^scale: must be finite and > 0"),
+    (dict(scale=3.0e38), ValueError, r"^scale: must be at most FLT_MAX / log2\(e\)"),
     (dict(scale="0.1"), TypeError, r"^scale: must be a float or None"),
     (dict(seqlens=lengths(typestr="<i8")), TypeError, r"^seqlens: dtype must be int32, got int64"),
     (dict(seqlens_k=np.array([3, 4], np.int32)), ValueError, r"^seqlens_k: must be on a CUDA device"),

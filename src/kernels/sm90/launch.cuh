@@ -80,6 +80,14 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   const bool one_per_tile = grid_env != nullptr && std::strcmp(grid_env, "tiles") == 0;
   kernels::ForwardArgs args = a;
   const int grid = static_cast<int>(tiles < sms || one_per_tile ? tiles : sms);
+  // tile_of(r + 1) reaches (r + 2) * grid: with one CTA per tile, 2 * tiles.
+  if (one_per_tile && tiles > (INT32_MAX - 1024) / 2) return cudaErrorNotSupported;
+  // Each CTA counts the key tiles it has consumed in 32 bits (the ring
+  // position, kept below 2^31 where it meets int32 arithmetic): at most
+  // rounds * key tiles per query tile. Public; past it, the portable kernel.
+  const int64_t rounds = (tiles + grid - 1) / grid;
+  const int64_t key_tiles = (static_cast<int64_t>(a.seqlen_k) + Traits::kBlockN - 1) / Traits::kBlockN;
+  if (rounds * key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
   // The order model walks every tile; remember the last shape's answer.
   static thread_local int64_t order_key[7] = {-1};
   static thread_local int32_t order_cached = 0;
@@ -120,6 +128,8 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
   // (which zeroes them in its own tiles).
   void* scratch = nullptr;
   if (Traits::kHasLengths && a.lens_k != nullptr) {
+    // The copy kernel counts (batch, kv head) pairs in int32 (public).
+    if (static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;
     scratch = scratch_alloc(padded_v_bytes(a, D), stream);
     if (scratch == nullptr) return cudaErrorNotSupported;
     if (const cudaError_t err = launch_padding_scrub(a, D, scratch, stream); err != cudaSuccess) {
