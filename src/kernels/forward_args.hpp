@@ -33,6 +33,12 @@ struct ForwardArgs {
   // Hopper persistent kernel only: the static tile order (sm90/scheduler.cuh,
   // TileOrder); set by its launcher, public.
   int32_t tile_order;
+  // Hopper persistent kernel only: per-CTA tile lists computed on the host
+  // from the public shape (sm90/scheduler.cuh, balanced_schedule), or null
+  // for the closed-form deal. Public data: declared so for dhp-audit
+  // (src/kernels/public_pointers.audit, byte offset 200).
+  const int32_t* schedule;
 };
+static_assert(__builtin_offsetof(ForwardArgs, schedule) == 200, "public_pointers.audit names this offset");
 
 }  // namespace dhp::kernels

@@ -90,4 +90,43 @@ TEST(Schedule, PartialLastBalancesTheSnakeDeal) {
   EXPECT_LT(partial_last, 1.04);
 }
 
+// The balanced schedule (launcher, causal shapes): every tile in exactly one
+// CTA's list, the list starts consistent, and the modelled busiest CTA no
+// worse than the snake deal's -- better on the grid rows it is for.
+template <int BM, int BN>
+double expect_valid_balanced(const ForwardArgs& a, int32_t grid) {
+  double balanced = 0;
+  const std::vector<int32_t> s = sm90::balanced_schedule<BM, BN>(a, grid, &balanced);
+  const sm90::TileScheduler<BM> sched(a);
+  EXPECT_EQ(s.size(), static_cast<size_t>(grid + 1 + sched.total));
+  EXPECT_EQ(s[0], 0);
+  EXPECT_EQ(s[grid], sched.total);
+  std::vector<int> seen(static_cast<size_t>(sched.total), 0);
+  for (int32_t c = 0; c < grid; ++c) {
+    EXPECT_LE(s[c], s[c + 1]);
+    for (int32_t i = s[c]; i < s[c + 1]; ++i) {
+      const int32_t t = s[grid + 1 + i];
+      EXPECT_TRUE(t >= 0 && t < sched.total) << t;
+      if (t >= 0 && t < sched.total) ++seen[static_cast<size_t>(t)];
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), sched.total);
+  EXPECT_LE(balanced, (sm90::snake_balance<BM, BN>(a, grid, sm90::kHeadMajorHeavyFirst)) + 1e-9);
+  return balanced;
+}
+
+TEST(Schedule, BalancedListsCoverEveryTileOnceAndBalance) {
+  for (int32_t s : {300, 1000, 2048})
+    for (int32_t grid : {7, 132}) {
+      expect_valid_balanced<128, 128>(shape(3, 5, s, true), grid);
+      expect_valid_balanced<192, 128>(shape(2, 9, s, true), grid);
+      expect_valid_balanced<128, 80>(shape(4, 3, s, true), grid);
+    }
+  // The FA3 grid's causal D128 rows: 1.031x the mean on the snake deal.
+  const ForwardArgs s1024 = shape(16, 16, 1024, true), s4096 = shape(4, 16, 4096, true);
+  EXPECT_GT((sm90::snake_balance<128, 128>(s1024, 132, sm90::kHeadMajorHeavyFirst)), 1.025);
+  EXPECT_LT((expect_valid_balanced<128, 128>(s1024, 132)), 1.015);
+  EXPECT_LT((expect_valid_balanced<128, 128>(s4096, 132)), 1.01);
+}
+
 }  // namespace

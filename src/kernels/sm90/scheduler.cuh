@@ -22,7 +22,9 @@
 //                        that take one tile more than others).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernels/forward_args.hpp"
@@ -40,12 +42,14 @@ template <int BM>
 struct TileScheduler {
   int32_t m_blocks, heads, total;
   int32_t order;
+  const int32_t* schedule;  // balanced_schedule's lists, or null (public)
 
   __host__ __device__ explicit TileScheduler(const kernels::ForwardArgs& a)
       : m_blocks(static_cast<int32_t>((a.seqlen_q + BM - 1) / BM)),
         heads(static_cast<int32_t>(a.heads_q)),
         total(m_blocks * heads * static_cast<int32_t>(a.batch)),
-        order(a.tile_order) {}
+        order(a.tile_order),
+        schedule(a.schedule) {}
 
   // The snake deal: in round r, CTA c takes position snake(r, c, G) of the
   // round; the map is its own inverse (position -> CTA), which the host's
@@ -53,10 +57,16 @@ struct TileScheduler {
   __host__ __device__ static int32_t snake(int32_t r, int32_t i, int32_t grid) {
     return (r & 1) ? grid - 1 - i : i;
   }
-  // This CTA's tile in round r (>= total: none; it grows with r, so a CTA's
-  // loop runs while it is below the total).
+  // This CTA's tile in round r (>= total: none; a CTA's loop runs while it
+  // is below the total). With a schedule (public data, loaded through the
+  // read-only path): the r-th entry of this CTA's list, `total` past its
+  // end. Without: the snake deal, which grows with r.
   __device__ __forceinline__ int32_t tile_of(int32_t r) const {
     const int32_t grid = static_cast<int32_t>(gridDim.x);
+    if (schedule != nullptr) {  // public
+      const int32_t begin = __ldg(schedule + blockIdx.x), end = __ldg(schedule + blockIdx.x + 1);
+      return r < end - begin ? __ldg(schedule + grid + 1 + begin + r) : total;  // public
+    }
     return r * grid + snake(r, static_cast<int32_t>(blockIdx.x), grid);
   }
 
@@ -137,6 +147,80 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
   int64_t busiest = 0;
   for (int64_t l : load) busiest = l > busiest ? l : busiest;
   return busiest * 100 * grid > sum * 110 ? kHeavyFirst : kHeadMajorHeavyFirst;
+}
+
+// Host: a balanced static schedule for shapes whose tiles weigh unequally
+// (causal), from the public shape alone. Tiles are numbered as in
+// kHeadMajorHeavyFirst; they are taken in windows of about two rounds of
+// heads (keeping the CTAs that run at the same time on nearby heads, whose
+// K/V they share in L2), each window's tiles heaviest first, each tile given
+// to the CTA with the least load so far (weights: key tiles + 1, as in
+// choose_tile_order; ties to the lower CTA). Longest-first within windows
+// brings the busiest CTA to 1.00-1.03x the mean load where the snake deal
+// leaves 1.03-1.08x (docs/perf-log.md, session 15). Layout: grid + 1 list
+// starts, then the lists (int32). Returns the modelled busiest / mean load
+// in *balance.
+template <int BM, int BN>
+std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance) {
+  kernels::ForwardArgs shape = a;
+  shape.tile_order = kHeadMajorHeavyFirst;
+  const TileScheduler<BM> sched(shape);
+  const int32_t mb = sched.m_blocks, total = sched.total;
+  std::vector<int32_t> weight(mb);
+  for (int32_t m = 0; m < mb; ++m) weight[m] = sm80::KeyTileRange<BM, BN>(a, m * BM).n_end + 1;
+  const int32_t heads_per_window = std::max<int32_t>(1, 2 * grid / mb);
+  std::vector<std::vector<int32_t>> lists(grid);
+  std::vector<int64_t> load(grid, 0);
+  // (load, cta) min-heap
+  std::vector<std::pair<int64_t, int32_t>> heap;
+  for (int32_t c = 0; c < grid; ++c) heap.emplace_back(0, c);
+  auto later = [](const std::pair<int64_t, int32_t>& x, const std::pair<int64_t, int32_t>& y) { return x > y; };
+  std::vector<int32_t> window;
+  for (int32_t t0 = 0; t0 < total; t0 += heads_per_window * mb) {
+    const int32_t t1 = std::min<int64_t>(total, static_cast<int64_t>(t0) + heads_per_window * mb);
+    window.clear();
+    for (int32_t t = t0; t < t1; ++t) window.push_back(t);
+    std::stable_sort(window.begin(), window.end(), [&](int32_t x, int32_t y) {
+      return weight[sched.decode(x).m_block] > weight[sched.decode(y).m_block];
+    });
+    for (int32_t t : window) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      auto& least = heap.back();
+      least.first += weight[sched.decode(t).m_block];
+      lists[least.second].push_back(t);
+      load[least.second] = least.first;
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+  }
+  std::vector<int32_t> out;
+  out.reserve(grid + 1 + total);
+  int32_t start = 0;
+  for (int32_t c = 0; c < grid; ++c) out.push_back(start), start += static_cast<int32_t>(lists[c].size());
+  out.push_back(start);
+  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+  int64_t busiest = 0, sum = 0;
+  for (int64_t l : load) busiest = std::max(busiest, l), sum += l;
+  if (balance != nullptr) *balance = sum > 0 ? static_cast<double>(busiest) * grid / static_cast<double>(sum) : 1.0;
+  return out;
+}
+
+// Host: the snake deal's modelled busiest / mean load for `order`.
+template <int BM, int BN>
+double snake_balance(const kernels::ForwardArgs& a, int32_t grid, int32_t order) {
+  kernels::ForwardArgs modelled = a;
+  modelled.tile_order = order;
+  const TileScheduler<BM> sched(modelled);
+  std::vector<int64_t> load(grid, 0);
+  int64_t sum = 0;
+  for (int32_t t = 0; t < sched.total; ++t) {
+    const int32_t cta = TileScheduler<BM>::snake(t / grid, t % grid, grid);
+    const int64_t w = sm80::KeyTileRange<BM, BN>(a, sched.decode(t).m_block * BM).n_end + 1;
+    load[cta] += w;
+    sum += w;
+  }
+  int64_t busiest = 0;
+  for (int64_t l : load) busiest = std::max(busiest, l);
+  return sum > 0 ? static_cast<double>(busiest) * grid / static_cast<double>(sum) : 1.0;
 }
 
 }  // namespace dhp::sm90
