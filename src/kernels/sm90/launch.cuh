@@ -106,14 +106,17 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   // 1.03-1.08x the mean (the call ends with it): a balanced static schedule
   // (scheduler.cuh, balanced_schedule; per-CTA lists from the public shape,
   // cached on the device) where the load model finds it better by more
-  // than 0.5 %. DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B),
-  // =2 takes the lists wherever a causal grid has more tiles than CTAs
-  // (tests).
+  // than 0.5 %, from S_q = 2048 up: there it measured +1 to +3 %; at S_q
+  // 512 / 1024 it lost 1.7-4.2 % (a short tile's fixed cost -- Q load, fill,
+  // epilogue -- outweighs the model's one unit, so balancing its key tiles
+  // over-packs CTAs with light tiles; docs/perf-log.md, session 15).
+  // DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B), =2 takes
+  // the lists wherever a causal grid has more tiles than CTAs (tests).
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
   args.schedule = nullptr;
   if (a.causal && tiles > grid && order_env == nullptr && table_mode != 0 &&
-      tiles * key_tiles <= (int64_t{1} << 30)) {  // public
+      (a.seqlen_q >= 2048 || table_mode == 2) && tiles * key_tiles <= (int64_t{1} << 30)) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, a.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
                                                Traits::kBlockM, Traits::kBlockN, table_mode};
