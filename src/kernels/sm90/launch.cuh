@@ -106,10 +106,9 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   // 1.03-1.08x the mean (the call ends with it): a balanced static schedule
   // (scheduler.cuh, balanced_schedule; per-CTA lists from the public shape,
   // cached on the device) where the load model finds it better by more
-  // than 0.5 %, from S_q = 2048 up: there it measured +1 to +3 %; at S_q
-  // 512 / 1024 it lost 1.7-4.2 % (a short tile's fixed cost -- Q load, fill,
-  // epilogue -- outweighs the model's one unit, so balancing its key tiles
-  // over-packs CTAs with light tiles; docs/perf-log.md, session 15).
+  // than 0.5 %, from S_q = 2048 up: there it measured 0 to +2.2 %; at S_q
+  // 512 / 1024 it lost 1-4.5 %, whatever fixed cost per tile the weights
+  // assumed (docs/perf-log.md, session 15).
   // DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B), =2 takes
   // the lists wherever a causal grid has more tiles than CTAs (tests).
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
