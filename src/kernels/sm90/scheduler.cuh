@@ -162,16 +162,17 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 // in *balance.
 // tile_cost: a tile's fixed cost in key tiles (the weight is key tiles +
 // tile_cost; 1 as in choose_tile_order unless an experiment sets it).
+// window_halves: the window in half rounds of heads (4: about two rounds).
 template <int BM, int BN>
 std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance,
-                                       int32_t tile_cost = 1) {
+                                       int32_t tile_cost = 1, int32_t window_halves = 4) {
   kernels::ForwardArgs shape = a;
   shape.tile_order = kHeadMajorHeavyFirst;
   const TileScheduler<BM> sched(shape);
   const int32_t mb = sched.m_blocks, total = sched.total;
   std::vector<int32_t> weight(mb);
   for (int32_t m = 0; m < mb; ++m) weight[m] = sm80::KeyTileRange<BM, BN>(a, m * BM).n_end + tile_cost;
-  const int32_t heads_per_window = std::max<int32_t>(1, 2 * grid / mb);
+  const int32_t heads_per_window = std::max<int32_t>(1, window_halves * grid / (2 * mb));
   std::vector<std::vector<int32_t>> lists(grid);
   std::vector<int64_t> load(grid, 0);
   // (load, cta) min-heap
