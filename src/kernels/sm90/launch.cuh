@@ -112,24 +112,19 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   // DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B), =2 takes
   // the lists wherever a causal grid has more tiles than CTAs (tests).
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
-  static const char* cost_env = std::getenv("DHP_SM90_TILE_COST");  // experiment: the lists' fixed cost per tile
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
-  const int tile_cost = cost_env != nullptr ? std::atoi(cost_env) : 1;
-  static const char* window_env = std::getenv("DHP_SM90_WINDOW_HALVES");  // experiment: window in half rounds
-  const int window_halves = window_env != nullptr ? std::max(1, std::atoi(window_env)) : 4;
   args.schedule = nullptr;
   if (a.causal && tiles > grid && order_env == nullptr && table_mode != 0 &&
       (a.seqlen_q >= 2048 || table_mode == 2) && tiles * key_tiles <= (int64_t{1} << 30)) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, a.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
-                                               Traits::kBlockM, Traits::kBlockN, table_mode, tile_cost, window_halves};
+                                               Traits::kBlockM, Traits::kBlockN, table_mode};
     const int32_t order_now = args.tile_order;
     args.schedule = cached_schedule(
         schedule_key,
         [&] {
           double balanced = 1.0;
-          std::vector<int32_t> lists =
-              balanced_schedule<Traits::kBlockM, Traits::kBlockN>(a, grid, &balanced, tile_cost, window_halves);
+          std::vector<int32_t> lists = balanced_schedule<Traits::kBlockM, Traits::kBlockN>(a, grid, &balanced);
           const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(a, grid, order_now);
           return balanced + 0.005 < now || table_mode == 2 ? lists : std::vector<int32_t>{};
         },

@@ -126,27 +126,36 @@ __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardAr
 // while others get one in every other round: modelled max / mean load
 // 1.105 at S1024, 1.125 at S512 (head-major) against 1.031 (partial last;
 // the 3 % is the round that only some CTAs take).
+// Host: the load model of the snake deal in `order` -- a tile weighs its key
+// tiles + 1 (the epilogue) -- as the busiest CTA's load and the total.
+struct SnakeLoad {
+  int64_t busiest, sum;
+};
+template <int BM, int BN>
+SnakeLoad snake_load(const kernels::ForwardArgs& a, int32_t grid, int32_t order) {
+  kernels::ForwardArgs modelled = a;
+  modelled.tile_order = order;
+  const TileScheduler<BM> sched(modelled);
+  std::vector<int64_t> load(grid, 0);
+  SnakeLoad r{0, 0};
+  for (int32_t t = 0; t < sched.total; ++t) {
+    const int32_t cta = TileScheduler<BM>::snake(t / grid, t % grid, grid);
+    const int64_t w = sm80::KeyTileRange<BM, BN>(a, sched.decode(t).m_block * BM).n_end + 1;
+    load[cta] += w;
+    r.sum += w;
+  }
+  for (int64_t l : load) r.busiest = std::max(r.busiest, l);
+  return r;
+}
+
 template <int BM, int BN>
 int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
   if (!a.causal) {
     const int64_t tail_rows = a.seqlen_q % BM;
     return BM == 192 && a.seqlen_q > BM && tail_rows != 0 && tail_rows <= 128 ? kPartialLast : kHeadMajor;
   }
-  kernels::ForwardArgs modelled = a;
-  modelled.tile_order = kHeadMajorHeavyFirst;
-  const TileScheduler<BM> sched(modelled);
-  std::vector<int64_t> load(grid, 0);
-  int64_t sum = 0;
-  for (int32_t t = 0; t < sched.total; ++t) {
-    const int32_t cta = TileScheduler<BM>::snake(t / grid, t % grid, grid);
-    // Weight: key tiles visited + 1 for the epilogue.
-    const int64_t w = sm80::KeyTileRange<BM, BN>(a, sched.decode(t).m_block * BM).n_end + 1;
-    load[cta] += w;
-    sum += w;
-  }
-  int64_t busiest = 0;
-  for (int64_t l : load) busiest = l > busiest ? l : busiest;
-  return busiest * 100 * grid > sum * 110 ? kHeavyFirst : kHeadMajorHeavyFirst;
+  const SnakeLoad m = snake_load<BM, BN>(a, grid, kHeadMajorHeavyFirst);
+  return m.busiest * 100 * grid > m.sum * 110 ? kHeavyFirst : kHeadMajorHeavyFirst;
 }
 
 // Host: a balanced static schedule for shapes whose tiles weigh unequally
@@ -160,21 +169,17 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 // leaves 1.03-1.08x (docs/perf-log.md, session 15). Layout: grid + 1 list
 // starts, then the lists (int32). Returns the modelled busiest / mean load
 // in *balance.
-// tile_cost: a tile's fixed cost in key tiles (the weight is key tiles +
-// tile_cost; 1 as in choose_tile_order unless an experiment sets it).
-// window_halves: the window in half rounds of heads (4: about two rounds).
 template <int BM, int BN>
-std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance,
-                                       int32_t tile_cost = 1, int32_t window_halves = 4) {
+std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance) {
   kernels::ForwardArgs shape = a;
   shape.tile_order = kHeadMajorHeavyFirst;
   const TileScheduler<BM> sched(shape);
   const int32_t mb = sched.m_blocks, total = sched.total;
-  std::vector<int32_t> weight(mb);
-  for (int32_t m = 0; m < mb; ++m) weight[m] = sm80::KeyTileRange<BM, BN>(a, m * BM).n_end + tile_cost;
-  const int32_t heads_per_window = std::max<int32_t>(1, window_halves * grid / (2 * mb));
+  std::vector<int32_t> weight_of_block(mb);
+  for (int32_t m = 0; m < mb; ++m) weight_of_block[m] = sm80::KeyTileRange<BM, BN>(a, m * BM).n_end + 1;
+  auto weight = [&](int32_t t) { return weight_of_block[sched.decode(t).m_block]; };
+  const int32_t heads_per_window = std::max<int32_t>(1, 2 * grid / mb);
   std::vector<std::vector<int32_t>> lists(grid);
-  std::vector<int64_t> load(grid, 0);
   // (load, cta) min-heap
   std::vector<std::pair<int64_t, int32_t>> heap;
   for (int32_t c = 0; c < grid; ++c) heap.emplace_back(0, c);
@@ -184,15 +189,12 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
     const int32_t t1 = std::min<int64_t>(total, static_cast<int64_t>(t0) + heads_per_window * mb);
     window.clear();
     for (int32_t t = t0; t < t1; ++t) window.push_back(t);
-    std::stable_sort(window.begin(), window.end(), [&](int32_t x, int32_t y) {
-      return weight[sched.decode(x).m_block] > weight[sched.decode(y).m_block];
-    });
+    std::stable_sort(window.begin(), window.end(), [&](int32_t x, int32_t y) { return weight(x) > weight(y); });
     for (int32_t t : window) {
       std::pop_heap(heap.begin(), heap.end(), later);
       auto& least = heap.back();
-      least.first += weight[sched.decode(t).m_block];
+      least.first += weight(t);
       lists[least.second].push_back(t);
-      load[least.second] = least.first;
       std::push_heap(heap.begin(), heap.end(), later);
     }
   }
@@ -203,7 +205,7 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
   out.push_back(start);
   for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
   int64_t busiest = 0, sum = 0;
-  for (int64_t l : load) busiest = std::max(busiest, l), sum += l;
+  for (const auto& [l, c] : heap) busiest = std::max(busiest, l), sum += l;
   if (balance != nullptr) *balance = sum > 0 ? static_cast<double>(busiest) * grid / static_cast<double>(sum) : 1.0;
   return out;
 }
@@ -211,20 +213,8 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
 // Host: the snake deal's modelled busiest / mean load for `order`.
 template <int BM, int BN>
 double snake_balance(const kernels::ForwardArgs& a, int32_t grid, int32_t order) {
-  kernels::ForwardArgs modelled = a;
-  modelled.tile_order = order;
-  const TileScheduler<BM> sched(modelled);
-  std::vector<int64_t> load(grid, 0);
-  int64_t sum = 0;
-  for (int32_t t = 0; t < sched.total; ++t) {
-    const int32_t cta = TileScheduler<BM>::snake(t / grid, t % grid, grid);
-    const int64_t w = sm80::KeyTileRange<BM, BN>(a, sched.decode(t).m_block * BM).n_end + 1;
-    load[cta] += w;
-    sum += w;
-  }
-  int64_t busiest = 0;
-  for (int64_t l : load) busiest = std::max(busiest, l);
-  return sum > 0 ? static_cast<double>(busiest) * grid / static_cast<double>(sum) : 1.0;
+  const SnakeLoad m = snake_load<BM, BN>(a, grid, order);
+  return m.sum > 0 ? static_cast<double>(m.busiest) * grid / static_cast<double>(m.sum) : 1.0;
 }
 
 }  // namespace dhp::sm90
