@@ -128,47 +128,6 @@ __device__ __forceinline__ float ct_exp2(float x) {
   return d;
 }
 
-// ct_exp2_fma: 2^x on the FMA and integer pipes, no MUFU, so that a softmax
-// can split its exp2 stream between the two units (the MUFU does 16 results
-// per clock per SM, the FMA pipe 128 operations). Invariant: twelve fixed
-// instructions, no branch, no memory, the same for every x:
-//   t = clamp(x, -127, 127)           two FMNMX.NAN (a NaN stays NaN)
-//   r = t + (1.5 * 2^23 + 127)        FADD: rounds t to the nearest integer j;
-//                                     r's low mantissa bits hold j + 127
-//   f = t - (r - (1.5 * 2^23 + 127))  two FADD, exact: f = t - j in [-1/2, 1/2]
-//   p = c0 + f (c1 + ... f c5)        five FFMA: minimax polynomial for 2^f
-//   e = r << 23                       one shift: (j + 127) in the exponent field
-//                                     = 2^j as a float, and +0 for j = -127
-//   2^x = p * e                       FMUL, flushing subnormal results to +0
-// Max relative error 1.8e-7 against exact 2^x for x in [-126, 127] (the
-// coefficients' fp32 evaluation, measured over 2^21 points of [-1/2, 1/2];
-// ex2.approx.ftz's bound is 2^-22 = 2.4e-7); x <= -127 and -inf give +0, as
-// MUFU's flush does for results below 2^-126; x >= 127 saturates to about
-// 2^127 (MUFU: +inf; the softmax's arguments are <= 0 plus a rounding);
-// NaN gives NaN (NaN * 2^j). tests/gpu/test_ct_exp2.cu checks all of it.
-__device__ __forceinline__ float ct_exp2_fma(float x) {
-  float d;
-  asm("{\n\t"
-      ".reg .f32 t, r, j, f, p;\n\t"
-      ".reg .b32 e;\n\t"
-      "min.NaN.f32 t, %1, 0f42FE0000;\n\t"   // 127
-      "max.NaN.f32 t, t, 0fC2FE0000;\n\t"    // -127
-      "add.rn.f32 r, t, 0f4B40007F;\n\t"     // 12582912 + 127
-      "sub.rn.f32 j, r, 0f4B40007F;\n\t"
-      "sub.rn.f32 f, t, j;\n\t"
-      "fma.rn.f32 p, f, 0f3AAE046B, 0f3C1E8629;\n\t"
-      "fma.rn.f32 p, p, f, 0f3D635B73;\n\t"
-      "fma.rn.f32 p, p, f, 0f3E75FC8C;\n\t"
-      "fma.rn.f32 p, p, f, 0f3F317215;\n\t"
-      "fma.rn.f32 p, p, f, 0f3F800001;\n\t"
-      "shl.b32 e, r, 23;\n\t"
-      "mul.rn.ftz.f32 %0, p, e;\n\t"
-      "}"
-      : "=f"(d)
-      : "f"(x));
-  return d;
-}
-
 // ct_rcp: 1/x by MUFU.RCP. Invariant: fixed latency; no IEEE division and
 // so no slow-path subroutine. Max error 1 ulp (PTX ISA, rcp.approx.ftz.f32);
 // rcp(0) = +inf, which callers replace by select.

@@ -29,17 +29,6 @@
 #ifndef DHP_SM90_O_IN_RING
 #define DHP_SM90_O_IN_RING 1
 #endif
-// Every K-th softmax weight by ct_exp2_fma instead of the MUFU, per head
-// dim (0: all on the MUFU). softmax.cuh; docs/perf-log.md, session 16.
-#ifndef DHP_SM90_FMA_EXP2_D64
-#define DHP_SM90_FMA_EXP2_D64 5
-#endif
-#ifndef DHP_SM90_FMA_EXP2_D128
-#define DHP_SM90_FMA_EXP2_D128 5
-#endif
-#ifndef DHP_SM90_FMA_EXP2_D256
-#define DHP_SM90_FMA_EXP2_D256 0
-#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -86,8 +75,6 @@ struct Sm90Traits {
   static constexpr int kBlockN = BN_;
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
   static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : 2;
-  static constexpr int kFmaExp2Every =
-      D == 64 ? DHP_SM90_FMA_EXP2_D64 : D == 128 ? DHP_SM90_FMA_EXP2_D128 : DHP_SM90_FMA_EXP2_D256;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kBlockM * D * 2;

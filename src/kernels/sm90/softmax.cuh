@@ -5,13 +5,6 @@
 //   rescale(o)  -> O *= alpha, after the previous P·V has completed.
 // Per row: m' = max(m, tile max); u = (m' == -inf) ? 0 : m' (select);
 // p = exp2(s*c - u*c); alpha = exp2((m - u)*c); l = l*alpha + sum(p).
-//
-// FMA_EXP2_EVERY = K > 0: every K-th weight of a thread's row (a fixed,
-// compile-time set of key columns, the same in every tile, so the bits do
-// not depend on the batch) takes ct_exp2_fma instead of the MUFU: the MUFU
-// (16 results / clock / SM) is the softmax's limit, the issue slots are not,
-// and the polynomial turns spare slots into exp2 results (docs/perf-log.md,
-// session 16).
 #pragma once
 
 #include <cmath>
@@ -21,7 +14,6 @@
 
 namespace dhp::sm90 {
 
-template <int FMA_EXP2_EVERY = 0>
 struct SplitSoftmax {
   float row_max[2];  // raw-score running max of the thread's two rows
   float row_sum[2];  // this thread's partial sums (quad-reduced at the end)
@@ -57,9 +49,7 @@ struct SplitSoftmax {
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float x = fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled);
-        const bool on_fma = FMA_EXP2_EVERY > 0 && (2 * nt + e) % FMA_EXP2_EVERY == FMA_EXP2_EVERY - 1;  // public
-        const float p = on_fma ? ct::ct_exp2_fma(x) : ct::ct_exp2(x);
+        const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
         s[0][nt][2 * hh + e] = p;
         sum += p;
       }
