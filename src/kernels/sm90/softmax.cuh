@@ -9,6 +9,18 @@
 
 #include <cmath>
 
+// Dependency depth of the per-row reductions (A/B, docs/perf-log.md,
+// session 16). DHP_SM90_MAX_TREE=1: the row max as a pairwise tree (max is
+// exact, so the bits are those of the chain). DHP_SM90_ROWSUM_CHAINS=C: the
+// row sum in C interleaved partial sums, added pairwise at the end (a
+// different summation order, the same in every kernel of a head dim).
+#ifndef DHP_SM90_MAX_TREE
+#define DHP_SM90_MAX_TREE 0
+#endif
+#ifndef DHP_SM90_ROWSUM_CHAINS
+#define DHP_SM90_ROWSUM_CHAINS 1
+#endif
+
 #include "kernels/common/ct.cuh"
 #include "kernels/sm80/warp_mma.cuh"
 
@@ -30,8 +42,19 @@ struct SplitSoftmax {
   __device__ __forceinline__ float row_max_step(const float (&s)[1][NT][4], int hh, float scale_log2,
                                                 float (&alpha)[2]) {
     float mx = row_max[hh];
+    if constexpr (DHP_SM90_MAX_TREE) {
+      float v[NT];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
+      for (int nt = 0; nt < NT; ++nt) v[nt] = ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]);
+#pragma unroll
+      for (int w = 1; w < NT; w *= 2)
+#pragma unroll
+        for (int nt = 0; nt + w < NT; nt += 2 * w) v[nt] = ct::ct_fmax(v[nt], v[nt + w]);
+      mx = ct::ct_fmax(mx, v[0]);
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) mx = ct::ct_fmax(mx, ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]));
+    }
     mx = sm80::quad_allreduce_max(mx);
     const float used = ct::ct_select_eq_f(mx, -INFINITY, 0.0f, mx);
     const float used_scaled_here = used * scale_log2;
@@ -44,16 +67,24 @@ struct SplitSoftmax {
   template <int NT>
   __device__ __forceinline__ void row_weights_step(float (&s)[1][NT][4], int hh, float scale_log2, float used_scaled,
                                                    const float (&alpha)[2]) {
-    float sum = 0.0f;
+    constexpr int C = DHP_SM90_ROWSUM_CHAINS;
+    static_assert(C == 1 || C == 2 || C == 4 || C == 8, "power-of-two chains");
+    float part[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) part[c] = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
         s[0][nt][2 * hh + e] = p;
-        sum += p;
+        part[(2 * nt + e) % C] += p;
       }
-    row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
+#pragma unroll
+    for (int w = 1; w < C; w *= 2)
+#pragma unroll
+      for (int c = 0; c + w < C; c += 2 * w) part[c] += part[c + w];
+    row_sum[hh] = fmaf(row_sum[hh], alpha[hh], part[0]);
   }
 
   // Max and weights row by row (the kernels that take the ping-pong turn
