@@ -234,7 +234,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::commit();
   };
   // Mask (select) and softmax of the landed S tile for key tile n; packs P.
-  SplitSoftmax sm;
+  SplitSoftmax<D> sm;
   sm.init();
   float alpha[2];
   auto scores_to_p = [&](int32_t n) {
@@ -351,7 +351,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence_operands(p);
       }
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
-      if constexpr (!kRescaleUnderS) SplitSoftmax::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
+      if constexpr (!kRescaleUnderS) SplitSoftmax<D>::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
       if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn
     };
@@ -370,7 +370,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       wg::fence();
       issue_qk(s);  // S(it)
       if constexpr (kRescaleUnderS) {  // O *= alpha(it-1) while S(it) runs; P(it-2)·V(it-2) has completed
-        SplitSoftmax::rescale(as_frag<D>(o), alpha);
+        SplitSoftmax<D>::rescale(as_frag<D>(o), alpha);
         wg::fence_operands(o);
         wg::fence();
       }
@@ -392,7 +392,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       if constexpr (!kIntraOverlap) finish_tile(it + 1);
     }
     if constexpr (kIntraOverlap) finish_tile(n_tiles);
-    if constexpr (kRescaleUnderS) SplitSoftmax::rescale(as_frag<D>(o), alpha);  // no S GEMM left to hide it under
+    if constexpr (kRescaleUnderS) SplitSoftmax<D>::rescale(as_frag<D>(o), alpha);  // no S GEMM left to hide it under
     // Tail: P·V of the last tile.
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);

@@ -9,16 +9,13 @@
 
 #include <cmath>
 
-// Dependency depth of the per-row reductions (A/B, docs/perf-log.md,
-// session 16). DHP_SM90_MAX_TREE=1: the row max as a pairwise tree (max is
-// exact, so the bits are those of the chain). DHP_SM90_ROWSUM_CHAINS=C: the
-// row sum in C interleaved partial sums, added pairwise at the end (a
-// different summation order, the same in every kernel of a head dim).
+// DHP_SM90_MAX_TREE, a mask by head dim (1: D = 64, 2: 128, 4: 256): the
+// row max as a pairwise tree (depth 5) instead of a chain of 16 FMNMX; max
+// is exact, so the bits are those of the chain. Shipped for D = 128: +0.7
+// to +1.8 % on its ten FA3-grid rows in a six-round A/B; D = 64 and 256
+// -0.6 to 0 % (docs/perf-log.md, session 16).
 #ifndef DHP_SM90_MAX_TREE
-#define DHP_SM90_MAX_TREE 0
-#endif
-#ifndef DHP_SM90_ROWSUM_CHAINS
-#define DHP_SM90_ROWSUM_CHAINS 1
+#define DHP_SM90_MAX_TREE 2
 #endif
 
 #include "kernels/common/ct.cuh"
@@ -26,6 +23,7 @@
 
 namespace dhp::sm90 {
 
+template <int D>
 struct SplitSoftmax {
   float row_max[2];  // raw-score running max of the thread's two rows
   float row_sum[2];  // this thread's partial sums (quad-reduced at the end)
@@ -42,7 +40,7 @@ struct SplitSoftmax {
   __device__ __forceinline__ float row_max_step(const float (&s)[1][NT][4], int hh, float scale_log2,
                                                 float (&alpha)[2]) {
     float mx = row_max[hh];
-    if constexpr (DHP_SM90_MAX_TREE) {
+    if constexpr ((DHP_SM90_MAX_TREE & (D == 64 ? 1 : D == 128 ? 2 : 4)) != 0) {
       float v[NT];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) v[nt] = ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]);
@@ -67,24 +65,18 @@ struct SplitSoftmax {
   template <int NT>
   __device__ __forceinline__ void row_weights_step(float (&s)[1][NT][4], int hh, float scale_log2, float used_scaled,
                                                    const float (&alpha)[2]) {
-    constexpr int C = DHP_SM90_ROWSUM_CHAINS;
-    static_assert(C == 1 || C == 2 || C == 4 || C == 8, "power-of-two chains");
-    float part[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) part[c] = 0.0f;
+    // One chain of FADDs, in column order (two or four interleaved partial
+    // sums measured 1-6 % slower at D = 64: perf-log, session 16).
+    float sum = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float p = ct::ct_exp2(fmaf(s[0][nt][2 * hh + e], scale_log2, -used_scaled));
         s[0][nt][2 * hh + e] = p;
-        part[(2 * nt + e) % C] += p;
+        sum += p;
       }
-#pragma unroll
-    for (int w = 1; w < C; w *= 2)
-#pragma unroll
-      for (int c = 0; c + w < C; c += 2 * w) part[c] += part[c + w];
-    row_sum[hh] = fmaf(row_sum[hh], alpha[hh], part[0]);
+    row_sum[hh] = fmaf(row_sum[hh], alpha[hh], sum);
   }
 
   // Max and weights row by row (the kernels that take the ping-pong turn
