@@ -136,6 +136,16 @@ def retry_blocks(insts, base=0):
                 sum(b[3] == "BRA" for b in body) == 1:
             blocks.append((start, boff))
             exempt.update(b[0] for b in body)
+            continue
+        # The in-line form of the same try-wait loop (ptxas sometimes emits
+        # it instead of the out-of-line block): [MOV] TRYWAIT P, ...; @!P
+        # NANOSLEEP; @!P PHASECHK P; @!P BRA back to the start. Nothing but
+        # retry opcodes, one branch (this one), taken on the wait's own flag.
+        waits = [b for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"]
+        if waits and start not in exempt and bneg and all(b[3] in RETRY_OPS for b in body) and sum(b[3] == "BRA" for b in body) == 1 and \
+                all(bpred == w[4].split(",")[0].strip() for w in waits):
+            blocks.append((start, boff))
+            exempt.update(b[0] for b in body)
     return exempt, guards - exempt, blocks, rejected
 
 
@@ -277,6 +287,17 @@ def selftest(check):
     check(ex3 == {0x00, 0x10, 0x20, 0x30} and bl3 == [(0x00, 0x30)], "the setmaxnreg.inc retry loop is exempt, not what follows it")
     alloc[0x20] = "FMUL R2, R2, R3"
     check(not retry_blocks(parse_sass(alloc), base)[0], "a backward loop that computes is not exempt")
+    inline = {0x00: "IMAD.U32 R21, RZ, RZ, UR20", 0x10: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R21+URZ+0x30040], R2",
+              0x20: "@!P0 NANOSLEEP.SYNCS 0x989680", 0x30: "@!P0 SYNCS.PHASECHK.TRANS64 P0, [R21+URZ+0x30040], R2",
+              0x40: "@!P0 BRA 0x7000", 0x50: "FADD R2, R2, R3"}
+    ex4, _, bl4, rej4 = retry_blocks(parse_sass(inline), base)
+    check(ex4 == {0x00, 0x10, 0x20, 0x30, 0x40} and bl4 == [(0x00, 0x40)] and not rej4,
+          "the in-line try-wait loop is exempt, not what follows it")
+    inline[0x20] = "@!P0 FADD R2, R2, R3"
+    check(not retry_blocks(parse_sass(inline), base)[0], "an in-line try-wait loop that computes is not exempt")
+    inline[0x20] = "@!P0 NANOSLEEP.SYNCS 0x989680"
+    inline[0x40] = "@!P1 BRA 0x7000"
+    check(not retry_blocks(parse_sass(inline), base)[0], "a loop on another flag than the wait's is not exempt")
 
     def launch(retries, fadd=64, taken=0):
         return {0x00: {"inst": 8, "thread_inst": 256}, 0x10: {"inst": 8}, 0x20: {"inst": 8, "thread_inst_pred_on": taken},
@@ -332,7 +353,11 @@ def check_library(lib, cuobjdump):
             if not waits and not allocs:
                 continue
             exempt, guards, blocks, rejected = retry_blocks(insts)
-            ok = waits == 2 * len(guards) and len(blocks) == len(guards) + allocs and not rejected
+            # Every try-wait is either an in-line check with its guard, or the
+            # one try-wait of a block (out-of-line behind a guard, or an
+            # in-line loop of its own).
+            exempt_waits = sum(i[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" and i[0] in exempt for i in insts)
+            ok = waits - exempt_waits == len(guards) and exempt_waits == len(blocks) - allocs and not rejected
             checked += 1
             failed += 0 if ok else 1
             if not ok:

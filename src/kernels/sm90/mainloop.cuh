@@ -34,6 +34,18 @@ namespace dhp::sm90 {
 #endif
 // TEST-ONLY (scripts/length-timing-diag.sh): feeds a public pattern instead
 // of zero weights to P·V, giving wrong results; never set in a shipped build.
+// Trimmed diagonal tile (public structure): with a public causal diagonal,
+// the first key tile a warpgroup visits (the last one, n_tiles - 1) can lie
+// past the diagonal in its second half for all of the warpgroup's 64 rows
+// (warpgroup 0 of a 128-row tile on the diagonal: keys 64-127 of it). Its
+// S GEMM, softmax and P·V then run on the first 64 keys only. The skipped
+// keys would be masked to -inf, weigh exactly 0 and add exact zeros to the
+// max, the row sum and O, so the bits are those of the full tile (while V
+// is finite there; see docs/threat-model.md on NaN/Inf in V). 128-key tiles
+// only (the halves' wgmma shapes). DHP_SM90_TRIM_DIAGONAL=0 turns it off.
+#ifndef DHP_SM90_TRIM_DIAGONAL
+#define DHP_SM90_TRIM_DIAGONAL 1
+#endif
 #ifndef DHP_SM90_P_FILL
 #define DHP_SM90_P_FILL 0
 #endif
@@ -176,10 +188,15 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
 // under it: after_first_issue() once the tile's first S GEMM is issued,
 // before_tail_wait() once its last P·V is issued. Both run exactly once per
 // tile (in order, at once, for a tile without key tiles).
-template <typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
-__device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2],
-                                             sm80::OnlineSoftmax<1>& out_sm, AfterFirstIssue&& after_first_issue,
-                                             BeforeTailWait&& before_tail_wait) {
+// TRIM: the tile's first key tile is trimmed (above); a template parameter
+// rather than a branch around the halves, which made ptxas serialise every
+// wgmma of the kernel (C7511: the two softmax paths merged on the S
+// registers); run_consumer below picks the instantiation per tile.
+template <bool TRIM, typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
+__device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[View::D / 2],
+                                                  sm80::OnlineSoftmax<1>& out_sm,
+                                                  AfterFirstIssue&& after_first_issue,
+                                                  BeforeTailWait&& before_tail_wait) {
   using T = typename View::T;
   constexpr int BM = View::BM, BN = View::BN, D = View::D;
   constexpr DType DT = View::DT;
@@ -233,12 +250,36 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
     wg::commit();
   };
+  // The trimmed tile's halves: S for its first BN / 2 keys (the first half of
+  // the accumulator fragment, column blocks in order), P·V over them.
+  constexpr bool kTrimmable = DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128;
+  // Its own registers (aliasing the first half of sacc made ptxas serialise
+  // every wgmma of the kernel, C7511).
+  float sacc_half[BN / 4];
+  auto issue_qk_half = [&](int s) {
+    if constexpr (kTrimmable) {
+      const uint64_t dk = desc::advance_lo(dk0, s * kStageBytes);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        MmaSS<DT, BN / 2>::template run<0>(sacc_half, desc::advance_lo(dq, (kk / 4) * BM * 128 + (kk % 4) * 32),
+                                           desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
+      wg::commit();
+    }
+  };
+  auto issue_pv_half = [&](int s) {
+    if constexpr (kTrimmable) {
+      const uint64_t dv = desc::advance_lo(dv0, s * kStageBytes);
+#pragma unroll
+      for (int k = 0; k < BN / 32; ++k)
+        MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
+      wg::commit();
+    }
+  };
   // Mask (select) and softmax of the landed S tile for key tile n; packs P.
   SplitSoftmax<D> sm;
   sm.init();
   float alpha[2];
-  auto scores_to_p = [&](int32_t n) {
-    auto& s3 = as_frag<BN>(sacc);
+  auto softmax_of = [&](auto& s3, int32_t n) {
     view.mask(s3, n);
     if constexpr (kTurnExp) {
       sm.max_phase(s3, args.scale_log2, alpha);
@@ -251,6 +292,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       sm.weights(s3, args.scale_log2, alpha);
     }
   };
+  auto scores_to_p = [&](int32_t n) { softmax_of(as_frag<BN>(sacc), n); };
   // Releases of a ring slot's K half (after the S GEMM that reads it) and of
   // the last V half (after the tail P·V). With O staged in the ring, the
   // tile's last slot is warpgroup 0's staging in its K half and warpgroup
@@ -318,21 +360,33 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     return;
   }
   if (n_tiles > 0) {
+    constexpr bool trim_first = kTrimmable && TRIM;
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     timeline::mark(1 + g, 2);
     gemm_turn_wait();
     wg::fence_operands(sacc);
+    if constexpr (trim_first) wg::fence_operands(sacc_half);
     wg::fence();
-    issue_qk(view.stage(0));
+    if constexpr (trim_first)
+      issue_qk_half(view.stage(0));
+    else
+      issue_qk(view.stage(0));
     gemm_turn_pass();
     after_first_issue();
     wg::wait<0>();
     wg::fence_operands(sacc);
+    if constexpr (trim_first) wg::fence_operands(sacc_half);
     release_k(view.stage(0), n_tiles == 1);
     timeline::mark(1 + g, 3);
     timeline::tile(1 + g, view.tc, 3);
-    scores_to_p(n_tiles - 1);
+    if constexpr (trim_first) {
+      softmax_of(as_frag<BN / 2>(sacc_half), n_tiles - 1);
+#pragma unroll
+      for (int i = 0; i < BN / 4; ++i) sacc[i] = sacc_half[i];  // P is packed from sacc
+    } else {
+      scores_to_p(n_tiles - 1);
+    }
     timeline::mark(1 + g, 4);
     // Intra-warpgroup overlap (kIntraOverlap): each iteration ends with the
     // softmax of S(it) while P(it-1)·V(it-1) is still on the tensor cores;
@@ -374,7 +428,10 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence_operands(o);
         wg::fence();
       }
-      issue_pv(sp);  // O += P(it-1) V(it-1)
+      if (trim_first && it == 1)  // public
+        issue_pv_half(sp);
+      else
+        issue_pv(sp);  // O += P(it-1) V(it-1)
       gemm_turn_pass();
       if constexpr (kSerial) {  // both GEMMs done: P's registers are free for the softmax
         wg::wait<0>();
@@ -401,7 +458,10 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     wg::fence_operands(o);
     wg::fence_operands(p);
     wg::fence();
-    issue_pv(sp);
+    if (trim_first && n_tiles == 1)  // public
+      issue_pv_half(sp);
+    else
+      issue_pv(sp);
     gemm_turn_pass();
     before_tail_wait();
     wg::wait<0>();
@@ -414,6 +474,26 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     before_tail_wait();
   }
   sm.export_to(out_sm);
+}
+
+// One tile of a consumer warpgroup: the trimmed or the full first key tile,
+// by the public structure (the causal diagonal is public and lies, for all
+// of this warpgroup's rows, before the second half of the last key tile).
+template <typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
+__device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2],
+                                             sm80::OnlineSoftmax<1>& out_sm, AfterFirstIssue&& after_first_issue,
+                                             BeforeTailWait&& before_tail_wait) {
+  constexpr int BN = View::BN;
+  if constexpr (DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128) {
+    const auto& a = view.args;
+    const int32_t n_tiles = view.range.n_end;
+    if (a.causal && a.causal_diagonal_public && n_tiles > 0 &&
+        view.m0 + 64 * view.g + 63 + a.causal_offset < (n_tiles - 1) * BN + BN / 2) {  // public
+      run_consumer_tile<true, Traits>(view, o, out_sm, after_first_issue, before_tail_wait);
+      return;
+    }
+  }
+  run_consumer_tile<false, Traits>(view, o, out_sm, after_first_issue, before_tail_wait);
 }
 
 }  // namespace dhp::sm90
