@@ -141,8 +141,11 @@ def retry_blocks(insts, base=0):
         # it instead of the out-of-line block): [MOV] TRYWAIT P, ...; @!P
         # NANOSLEEP; @!P PHASECHK P; @!P BRA back to the start. Nothing but
         # retry opcodes, one branch (this one), taken on the wait's own flag.
+        # Entered by falling through: no other branch jumps to its start (an
+        # out-of-line block is entered from its guard and judged above).
+        entered_elsewhere = any(o[3] == "BRA" and o[0] != boff and branch_target(o[4], base) == start for o in insts)
         waits = [b for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"]
-        if waits and start not in exempt and bneg and all(b[3] in RETRY_OPS for b in body) and sum(b[3] == "BRA" for b in body) == 1 and \
+        if waits and start not in exempt and not entered_elsewhere and bneg and all(b[3] in RETRY_OPS for b in body) and sum(b[3] == "BRA" for b in body) == 1 and \
                 all(bpred == w[4].split(",")[0].strip() for w in waits):
             blocks.append((start, boff))
             exempt.update(b[0] for b in body)
