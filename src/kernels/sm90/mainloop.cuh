@@ -252,7 +252,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
   };
   // The trimmed tile's halves: S for its first BN / 2 keys (the first half of
   // the accumulator fragment, column blocks in order), P·V over them.
-  constexpr bool kTrimmable = DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128;
+  constexpr bool kTrimmable = DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128 && Traits::kConsumers >= 2;
   // Its own registers (aliasing the first half of sacc made ptxas serialise
   // every wgmma of the kernel, C7511).
   float sacc_half[BN / 4];
@@ -484,10 +484,14 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
                                              sm80::OnlineSoftmax<1>& out_sm, AfterFirstIssue&& after_first_issue,
                                              BeforeTailWait&& before_tail_wait) {
   constexpr int BN = View::BN;
-  if constexpr (DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128) {
+  // Not in the one-warpgroup kernel (its copy of the loop cost the small
+  // call 2 %), nor below S_q = 1024 (causal S512 lost 3-4 %: the trimmed
+  // path's fixed cost per tile against 2.5 key tiles on average); perf-log,
+  // session 16.
+  if constexpr (DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128 && Traits::kConsumers >= 2) {
     const auto& a = view.args;
     const int32_t n_tiles = view.range.n_end;
-    if (a.causal && a.causal_diagonal_public && n_tiles > 0 &&
+    if (a.causal && a.causal_diagonal_public && a.seqlen_q >= 1024 && n_tiles > 0 &&
         view.m0 + 64 * view.g + 63 + a.causal_offset < (n_tiles - 1) * BN + BN / 2) {  // public
       run_consumer_tile<true, Traits>(view, o, out_sm, after_first_issue, before_tail_wait);
       return;
