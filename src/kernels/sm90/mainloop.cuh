@@ -104,6 +104,11 @@ inline constexpr bool kTurnExp =
     ((DHP_SM90_TURN_EXP & 1) && Traits::kConsumers == 2 || (DHP_SM90_TURN_EXP & 2) && Traits::kConsumers == 3) &&
     (Traits::kHeadDim == 64 || (DHP_SM90_TURN_EXP & 4));
 
+// The row max as a tree (softmax.cuh, DHP_SM90_MAX_TREE): by head dim, and
+// not in the secret-length kernels.
+template <typename Traits>
+inline constexpr bool kMaxTree = (DHP_SM90_MAX_TREE & head_dim_bit(Traits::kHeadDim)) != 0 && !Traits::kHasLengths;
+
 namespace pingpong {
 // Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
 // Turns go round the NC consumer warpgroups in order. With one consumer
@@ -276,7 +281,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
     }
   };
   // Mask (select) and softmax of the landed S tile for key tile n; packs P.
-  SplitSoftmax<D> sm;
+  SplitSoftmax<kMaxTree<Traits>> sm;
   sm.init();
   float alpha[2];
   auto softmax_of = [&](auto& s3, int32_t n) {
@@ -405,7 +410,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
         wg::fence_operands(p);
       }
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
-      if constexpr (!kRescaleUnderS) SplitSoftmax<D>::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
+      if constexpr (!kRescaleUnderS) SplitSoftmax<>::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
       if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn
     };
@@ -424,7 +429,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       wg::fence();
       issue_qk(s);  // S(it)
       if constexpr (kRescaleUnderS) {  // O *= alpha(it-1) while S(it) runs; P(it-2)·V(it-2) has completed
-        SplitSoftmax<D>::rescale(as_frag<D>(o), alpha);
+        SplitSoftmax<>::rescale(as_frag<D>(o), alpha);
         wg::fence_operands(o);
         wg::fence();
       }
@@ -449,7 +454,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       if constexpr (!kIntraOverlap) finish_tile(it + 1);
     }
     if constexpr (kIntraOverlap) finish_tile(n_tiles);
-    if constexpr (kRescaleUnderS) SplitSoftmax<D>::rescale(as_frag<D>(o), alpha);  // no S GEMM left to hide it under
+    if constexpr (kRescaleUnderS) SplitSoftmax<>::rescale(as_frag<D>(o), alpha);  // no S GEMM left to hide it under
     // Tail: P·V of the last tile.
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);

@@ -11,9 +11,10 @@
 
 // DHP_SM90_MAX_TREE, a mask by head dim (1: D = 64, 2: 128, 4: 256): the
 // row max as a pairwise tree (depth 5) instead of a chain of 16 FMNMX; max
-// is exact, so the bits are those of the chain. Shipped for D = 128: +0.7
-// to +1.8 % on its ten FA3-grid rows in a six-round A/B; D = 64 and 256
-// -0.6 to 0 % (docs/perf-log.md, session 16).
+// is exact, so the bits are those of the chain. Shipped for D = 128 without
+// secret lengths: +0.7 to +1.8 % on its ten FA3-grid rows in a six-round
+// A/B; D = 64 and 256 -0.6 to 0 %, the secret-length D = 128 kernel -1.2 %
+// (docs/perf-log.md, session 16). mainloop.cuh picks it per kernel.
 #ifndef DHP_SM90_MAX_TREE
 #define DHP_SM90_MAX_TREE 2
 #endif
@@ -23,7 +24,7 @@
 
 namespace dhp::sm90 {
 
-template <int D>
+template <bool MAX_TREE = false>
 struct SplitSoftmax {
   float row_max[2];  // raw-score running max of the thread's two rows
   float row_sum[2];  // this thread's partial sums (quad-reduced at the end)
@@ -40,7 +41,7 @@ struct SplitSoftmax {
   __device__ __forceinline__ float row_max_step(const float (&s)[1][NT][4], int hh, float scale_log2,
                                                 float (&alpha)[2]) {
     float mx = row_max[hh];
-    if constexpr ((DHP_SM90_MAX_TREE & (D == 64 ? 1 : D == 128 ? 2 : 4)) != 0) {
+    if constexpr (MAX_TREE) {
       float v[NT];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) v[nt] = ct::ct_fmax(s[0][nt][2 * hh], s[0][nt][2 * hh + 1]);
