@@ -10,6 +10,12 @@
 // inputs, a partial last key tile and secret lengths; o and lse must match
 // bit for bit. With DHP_SM90_D64_ROWS set (one height forced) and on other
 // GPUs the test still runs and must pass.
+//
+// The second test does the same where the batch's 128-row tiles take the
+// trimmed diagonal (mainloop.cuh: a public causal diagonal from S_q = 1024;
+// warpgroup 0 skips the second half of its first key tile) and the single
+// sequence's 64-row tiles never do: S_q = S_k, S_k > S_q and S_k < S_q
+// without lengths, and shared (secret) lengths.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -27,79 +33,86 @@ struct Run {
   std::vector<uint32_t> lse;
 };
 
-// One forward call on [B, S, H, 64] BSHD inputs (host copies), lengths
-// optional (empty: none).
-Run forward(DType dt, int64_t B, int64_t S, int64_t H, bool causal, const uint16_t* q, const uint16_t* k,
-            const uint16_t* v, const std::vector<int32_t>& lens_q, const std::vector<int32_t>& lens_k) {
-  const int64_t D = 64, n = B * S * H * D;
+enum class Lens { kNone, kSeparate, kShared };
+
+// One forward call on [B, S_q / S_k, H, 64] BSHD inputs (host copies);
+// lengths per `mode` (kShared: lens_q for both).
+Run forward(DType dt, int64_t B, int64_t Sq, int64_t Sk, int64_t H, bool causal, const uint16_t* q,
+            const uint16_t* k, const uint16_t* v, Lens mode, const std::vector<int32_t>& lens_q,
+            const std::vector<int32_t>& lens_k) {
+  const int64_t D = 64, n = B * Sq * H * D, nk = B * Sk * H * D;
   Run r;
   void *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr, *dlse = nullptr, *dlq = nullptr,
        *dlk = nullptr;
   EXPECT_EQ(cudaMalloc(&dq, n * 2), cudaSuccess);
-  EXPECT_EQ(cudaMalloc(&dk, n * 2), cudaSuccess);
-  EXPECT_EQ(cudaMalloc(&dv, n * 2), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dk, nk * 2), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dv, nk * 2), cudaSuccess);
   EXPECT_EQ(cudaMalloc(&dout, n * 2), cudaSuccess);
-  EXPECT_EQ(cudaMalloc(&dlse, B * H * S * 4), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dlse, B * H * Sq * 4), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(dq, q, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(dk, k, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(dv, v, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dk, k, nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dv, v, nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemset(dout, 0xFF, n * 2), cudaSuccess);  // poison
-  EXPECT_EQ(cudaMemset(dlse, 0xFF, B * H * S * 4), cudaSuccess);
-  Params p = make_params(dt, B, S, S, H, H, D, dq, dk, dv, dout);
+  EXPECT_EQ(cudaMemset(dlse, 0xFF, B * H * Sq * 4), cudaSuccess);
+  Params p = make_params(dt, B, Sq, Sk, H, H, D, dq, dk, dv, dout);
   p.causal = causal;
   p.lse = static_cast<float*>(dlse);
-  if (!lens_q.empty()) {
+  if (mode != Lens::kNone) {
     EXPECT_EQ(cudaMalloc(&dlq, B * 4), cudaSuccess);
-    EXPECT_EQ(cudaMalloc(&dlk, B * 4), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(dlq, lens_q.data(), B * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(dlk, lens_k.data(), B * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    p.seqlens_q = static_cast<const int32_t*>(dlq);
-    p.seqlens_k = static_cast<const int32_t*>(dlk);
+    if (mode == Lens::kShared) {
+      p.seqlens = static_cast<const int32_t*>(dlq);
+    } else {
+      EXPECT_EQ(cudaMalloc(&dlk, B * 4), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(dlk, lens_k.data(), B * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      p.seqlens_q = static_cast<const int32_t*>(dlq);
+      p.seqlens_k = static_cast<const int32_t*>(dlk);
+    }
   }
   const Status st = attention_forward(p);
   EXPECT_TRUE(static_cast<bool>(st)) << st.message;
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   r.o.resize(n);
-  r.lse.resize(B * H * S);
+  r.lse.resize(B * H * Sq);
   EXPECT_EQ(cudaMemcpy(r.o.data(), dout, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(r.lse.data(), dlse, B * H * S * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(r.lse.data(), dlse, B * H * Sq * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   for (void* ptr : {dq, dk, dv, dout, dlse, dlq, dlk}) cudaFree(ptr);
   return r;
 }
 
-void expect_same_alone_and_in_batch(DType dt, bool causal, bool lengths) {
-  const int64_t B = 8, S = 600, H = 4, D = 64, per_seq = S * H * D, pos = 5;
+void expect_same_alone_and_in_batch(DType dt, bool causal, Lens mode, int64_t Sq = 600, int64_t Sk = 600) {
+  const int64_t B = 8, H = 4, D = 64, per_seq = Sq * H * D, per_seq_k = Sk * H * D, pos = 5;
   const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<uint16_t> q(B * per_seq), k(B * per_seq), v(B * per_seq);
+  std::vector<uint16_t> q(B * per_seq), k(B * per_seq_k), v(B * per_seq_k);
   for (auto* x : {&q, &k, &v})
     for (auto& e : *x) e = to_bits(normal(rng), dt);
   std::vector<int32_t> lq, lk;
-  if (lengths) {
-    std::uniform_int_distribution<int32_t> len(1, static_cast<int32_t>(S));
-    for (int64_t b = 0; b < B; ++b) lq.push_back(len(rng)), lk.push_back(len(rng));
+  if (mode != Lens::kNone) {
+    std::uniform_int_distribution<int32_t> len_q(1, static_cast<int32_t>(Sq)), len_k(1, static_cast<int32_t>(Sk));
+    for (int64_t b = 0; b < B; ++b) lq.push_back(len_q(rng)), lk.push_back(len_k(rng));
   }
-  const Run batch = forward(dt, B, S, H, causal, q.data(), k.data(), v.data(), lq, lk);
-  const std::vector<int32_t> lq1 = lengths ? std::vector<int32_t>{lq[pos]} : std::vector<int32_t>{},
-                             lk1 = lengths ? std::vector<int32_t>{lk[pos]} : std::vector<int32_t>{};
-  const Run alone = forward(dt, 1, S, H, causal, q.data() + pos * per_seq, k.data() + pos * per_seq,
-                            v.data() + pos * per_seq, lq1, lk1);
+  const Run batch = forward(dt, B, Sq, Sk, H, causal, q.data(), k.data(), v.data(), mode, lq, lk);
+  const std::vector<int32_t> lq1 = mode != Lens::kNone ? std::vector<int32_t>{lq[pos]} : std::vector<int32_t>{},
+                             lk1 = mode != Lens::kNone ? std::vector<int32_t>{lk[pos]} : std::vector<int32_t>{};
+  const Run alone = forward(dt, 1, Sq, Sk, H, causal, q.data() + pos * per_seq, k.data() + pos * per_seq_k,
+                            v.data() + pos * per_seq_k, mode, lq1, lk1);
   int64_t o_diff = 0, lse_diff = 0, unwritten = 0;
   for (int64_t i = 0; i < per_seq; ++i) {
     o_diff += batch.o[pos * per_seq + i] != alone.o[i];
     unwritten += alone.o[i] == 0xFFFF;
   }
-  for (int64_t i = 0; i < H * S; ++i) lse_diff += batch.lse[pos * H * S + i] != alone.lse[i];
+  for (int64_t i = 0; i < H * Sq; ++i) lse_diff += batch.lse[pos * H * Sq + i] != alone.lse[i];
   EXPECT_EQ(unwritten, 0);
   EXPECT_EQ(o_diff, 0) << "o differs alone vs in a batch (seed " << seed << ")";
   EXPECT_EQ(lse_diff, 0) << "lse differs alone vs in a batch (seed " << seed << ")";
   // The comparison can fail: one V element of key 0 (visible to every row
   // that sees any key) raised by 8 must change o somewhere.
-  std::vector<uint16_t> v1(v.begin() + pos * per_seq, v.begin() + (pos + 1) * per_seq);
+  std::vector<uint16_t> v1(v.begin() + pos * per_seq_k, v.begin() + (pos + 1) * per_seq_k);
   v1[0] = to_bits(from_bits(v1[0], dt) + 8.0f, dt);
-  const Run changed = forward(dt, 1, S, H, causal, q.data() + pos * per_seq, k.data() + pos * per_seq, v1.data(),
-                              lq1, lk1);
+  const Run changed = forward(dt, 1, Sq, Sk, H, causal, q.data() + pos * per_seq, k.data() + pos * per_seq_k,
+                              v1.data(), mode, lq1, lk1);
   int64_t changed_o = 0;
   for (int64_t i = 0; i < per_seq; ++i) changed_o += changed.o[i] != alone.o[i];
   EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << seed << ")";
@@ -112,8 +125,26 @@ TEST(TileHeights, D64SequenceAloneMatchesItInABatchBitwise) {
       for (bool lengths : {false, true}) {
         SCOPED_TRACE(std::string(dt == DType::kFloat16 ? "fp16" : "bf16") + (causal ? " causal" : "") +
                      (lengths ? " lengths" : ""));
-        expect_same_alone_and_in_batch(dt, causal, lengths);
+        expect_same_alone_and_in_batch(dt, causal, lengths ? Lens::kSeparate : Lens::kNone);
       }
+}
+
+TEST(TileHeights, D64TrimmedDiagonalMatchesUntrimmedBitwise) {
+  if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  struct Shape {
+    int64_t sq, sk;
+    Lens mode;
+    const char* what;
+  };
+  const Shape shapes[] = {{1100, 1100, Lens::kNone, "S_q = S_k"},
+                          {1100, 1300, Lens::kNone, "S_k > S_q"},
+                          {1300, 1100, Lens::kNone, "S_k < S_q"},
+                          {1100, 1100, Lens::kShared, "shared lengths"}};
+  for (DType dt : {DType::kFloat16, DType::kBFloat16})
+    for (const Shape& sh : shapes) {
+      SCOPED_TRACE(std::string(dt == DType::kFloat16 ? "fp16 " : "bf16 ") + sh.what);
+      expect_same_alone_and_in_batch(dt, true, sh.mode, sh.sq, sh.sk);
+    }
 }
 
 }  // namespace

@@ -80,6 +80,16 @@ def branch_target(operands, base):
     return int(m.group(0), 16) - base if m else None
 
 
+def retry_op(inst):
+    """An instruction a retry loop may contain: RETRY_OPS, with IMAD only in
+    its move form (IMAD.U32 / IMAD.MOV.U32 d, RZ, RZ, x: the barrier address
+    or phase again), never a real multiply-add."""
+    op, operands = inst[3], [o.strip() for o in inst[4].split(",")]
+    if op in ("IMAD.U32", "IMAD.MOV.U32"):
+        return len(operands) == 4 and operands[1] == "RZ" and operands[2] == "RZ"
+    return op in RETRY_OPS
+
+
 def retry_blocks(insts, base=0):
     """Finds the wait-retry blocks. Returns (exempt offsets, guard offsets,
     list of blocks as (start, end) offsets, list of rejected blocks with the
@@ -110,7 +120,7 @@ def retry_blocks(insts, base=0):
                 if insts[k][3] == "BRA" and not insts[k][2]:
                     break  # the unconditional jump back ends the block
                 k += 1
-            bad = [b[3] for b in body if b[3] not in RETRY_OPS]
+            bad = [b[3] for b in body if not retry_op(b)]
             has_wait = any(b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for b in body)
             back = insts[j + 1][0] if j + 1 < len(insts) else None  # where the guard falls through
             closed = bool(body) and body[-1][3] == "BRA" and not body[-1][2] and \
@@ -141,11 +151,13 @@ def retry_blocks(insts, base=0):
         # it instead of the out-of-line block): [MOV] TRYWAIT P, ...; @!P
         # NANOSLEEP; @!P PHASECHK P; @!P BRA back to the start. Nothing but
         # retry opcodes, one branch (this one), taken on the wait's own flag.
-        # Entered by falling through: no other branch jumps to its start (an
-        # out-of-line block is entered from its guard and judged above).
-        entered_elsewhere = any(o[3] == "BRA" and o[0] != boff and branch_target(o[4], base) == start for o in insts)
+        # Entered by falling through: no other branch jumps to its start or
+        # into its body (an out-of-line block is entered from its guard and
+        # judged above).
+        targets = (branch_target(o[4], base) for o in insts if o[3] == "BRA" and o[0] != boff)
+        entered_elsewhere = any(t is not None and start <= t <= boff for t in targets)
         waits = [b for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"]
-        if waits and start not in exempt and not entered_elsewhere and bneg and all(b[3] in RETRY_OPS for b in body) and sum(b[3] == "BRA" for b in body) == 1 and \
+        if waits and start not in exempt and not entered_elsewhere and bneg and all(retry_op(b) for b in body) and sum(b[3] == "BRA" for b in body) == 1 and \
                 all(bpred == w[4].split(",")[0].strip() for w in waits):
             blocks.append((start, boff))
             exempt.update(b[0] for b in body)
@@ -301,6 +313,12 @@ def selftest(check):
     inline[0x20] = "@!P0 NANOSLEEP.SYNCS 0x989680"
     inline[0x40] = "@!P1 BRA 0x7000"
     check(not retry_blocks(parse_sass(inline), base)[0], "a loop on another flag than the wait's is not exempt")
+    inline[0x40] = "@!P0 BRA 0x7000"
+    inline[0x00] = "IMAD.U32 R21, R3, R4, UR20"
+    check(not retry_blocks(parse_sass(inline), base)[0], "an IMAD that multiplies is not a retry op")
+    inline[0x00] = "IMAD.U32 R21, RZ, RZ, UR20"
+    inline[0x50] = "@P2 BRA 0x7010"
+    check(not retry_blocks(parse_sass(inline), base)[0], "a loop entered in its middle by another branch is not exempt")
 
     def launch(retries, fadd=64, taken=0):
         return {0x00: {"inst": 8, "thread_inst": 256}, 0x10: {"inst": 8}, 0x20: {"inst": 8, "thread_inst_pred_on": taken},

@@ -32,8 +32,6 @@ namespace dhp::sm90 {
 #ifndef DHP_SM90_INTRA_WG_OVERLAP
 #define DHP_SM90_INTRA_WG_OVERLAP 0
 #endif
-// TEST-ONLY (scripts/length-timing-diag.sh): feeds a public pattern instead
-// of zero weights to P·V, giving wrong results; never set in a shipped build.
 // Trimmed diagonal tile (public structure): with a public causal diagonal,
 // the first key tile a warpgroup visits (the last one, n_tiles - 1) can lie
 // past the diagonal in its second half for all of the warpgroup's 64 rows
@@ -41,11 +39,18 @@ namespace dhp::sm90 {
 // S GEMM, softmax and P·V then run on the first 64 keys only. The skipped
 // keys would be masked to -inf, weigh exactly 0 and add exact zeros to the
 // max, the row sum and O, so the bits are those of the full tile (while V
-// is finite there; see docs/threat-model.md on NaN/Inf in V). 128-key tiles
-// only (the halves' wgmma shapes). DHP_SM90_TRIM_DIAGONAL=0 turns it off.
+// is finite there; see docs/threat-model.md on NaN/Inf in V). Where: 128-key
+// tiles (the halves' wgmma shapes), two or three consumer warpgroups, S_q >=
+// 1024 (run_consumer, at the end; perf-log, session 16).
+// DHP_SM90_TRIM_DIAGONAL=0 turns it off.
 #ifndef DHP_SM90_TRIM_DIAGONAL
 #define DHP_SM90_TRIM_DIAGONAL 1
 #endif
+template <typename Traits>
+inline constexpr bool kTrimmableFor =
+    DHP_SM90_TRIM_DIAGONAL != 0 && Traits::kBlockN == 128 && Traits::kConsumers >= 2;
+// TEST-ONLY (scripts/length-timing-diag.sh): feeds a public pattern instead
+// of zero weights to P·V, giving wrong results; never set in a shipped build.
 #ifndef DHP_SM90_P_FILL
 #define DHP_SM90_P_FILL 0
 #endif
@@ -257,7 +262,8 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
   };
   // The trimmed tile's halves: S for its first BN / 2 keys (the first half of
   // the accumulator fragment, column blocks in order), P·V over them.
-  constexpr bool kTrimmable = DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128 && Traits::kConsumers >= 2;
+  constexpr bool kTrimmable = kTrimmableFor<Traits>;
+  static_assert(!TRIM || kTrimmable, "the trimmed instantiation exists only where the halves do");
   // Its own registers (aliasing the first half of sacc made ptxas serialise
   // every wgmma of the kernel, C7511).
   float sacc_half[BN / 4];
@@ -387,8 +393,10 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
     timeline::tile(1 + g, view.tc, 3);
     if constexpr (trim_first) {
       softmax_of(as_frag<BN / 2>(sacc_half), n_tiles - 1);
+      // P is packed from sacc; the second half packs zeros that the half
+      // P·V never reads (defined values rather than the last tile's).
 #pragma unroll
-      for (int i = 0; i < BN / 4; ++i) sacc[i] = sacc_half[i];  // P is packed from sacc
+      for (int i = 0; i < BN / 2; ++i) sacc[i] = i < BN / 4 ? sacc_half[i] : 0.0f;
     } else {
       scores_to_p(n_tiles - 1);
     }
@@ -493,7 +501,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // call 2 %), nor below S_q = 1024 (causal S512 lost 3-4 %: the trimmed
   // path's fixed cost per tile against 2.5 key tiles on average); perf-log,
   // session 16.
-  if constexpr (DHP_SM90_TRIM_DIAGONAL != 0 && BN == 128 && Traits::kConsumers >= 2) {
+  if constexpr (kTrimmableFor<Traits>) {
     const auto& a = view.args;
     const int32_t n_tiles = view.range.n_end;
     if (a.causal && a.causal_diagonal_public && a.seqlen_q >= 1024 && n_tiles > 0 &&
