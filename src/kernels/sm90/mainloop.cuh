@@ -260,8 +260,9 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
     wg::commit();
   };
-  // The trimmed tile's halves: S for its first BN / 2 keys (the first half of
-  // the accumulator fragment, column blocks in order), P·V over them.
+  // The trimmed tile's halves: S for its first BN / 2 keys (an m64n(BN/2)
+  // fragment: the layout of the first half of sacc's, column blocks in
+  // order), P·V over them (the first BN / 32 k-steps).
   constexpr bool kTrimmable = kTrimmableFor<Traits>;
   static_assert(!TRIM || kTrimmable, "the trimmed instantiation exists only where the halves do");
   // Its own registers (aliasing the first half of sacc made ptxas serialise
