@@ -16,5 +16,8 @@ inline constexpr int64_t kMaxSpanBytes = int64_t{1} << 62;
 // Tensor base pointers and 16-byte chunks: cp.async / TMA move 16 bytes.
 inline constexpr int64_t kTensorAlignBytes = 16;
 inline constexpr int64_t kStrideMultiple = 8;  // elements (16 bytes of 16-bit data)
+// The kernels take the softmax scale times log2(e) as one fp32 value (the
+// exp2 domain), so a scale is valid only while that product is finite.
+inline constexpr double kLog2e = 1.4426950408889634;
 
 }  // namespace dhp::limits

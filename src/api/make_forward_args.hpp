@@ -4,6 +4,7 @@
 // control runs on exactly the arguments the shipped kernels get.
 #pragma once
 
+#include "api/limits.hpp"
 #include "dhp/attention.hpp"
 #include "kernels/forward_args.hpp"
 
@@ -23,7 +24,7 @@ inline kernels::ForwardArgs make_forward_args(const Params& p) {
   a.heads_kv = static_cast<int32_t>(p.heads_kv);
   a.kv_group = static_cast<int32_t>(p.heads_q / p.heads_kv);
   const double scale = p.has_softmax_scale ? p.softmax_scale : default_softmax_scale(p.head_dim);
-  a.scale_log2 = static_cast<float>(scale * 1.4426950408889634);  // log2(e)
+  a.scale_log2 = static_cast<float>(scale * limits::kLog2e);
   a.causal = p.causal ? 1 : 0;
   if (p.seqlens != nullptr) {
     // Shared lengths (S_q == S_k validated): L_k - L_q = 0 for every

@@ -174,7 +174,7 @@ Status validate(const Params& p_ref) {
     return fail(DHP_ERROR_INVALID_ARGUMENT, "softmax_scale: must be finite and > 0");
   // The kernels fold log2(e) into the scale in fp32: above FLT_MAX / log2(e)
   // that product is +inf and every output NaN.
-  if (p->has_softmax_scale && static_cast<double>(p->softmax_scale) * 1.4426950408889634 > FLT_MAX)
+  if (p->has_softmax_scale && static_cast<double>(p->softmax_scale) * limits::kLog2e > FLT_MAX)
     return fail(DHP_ERROR_INVALID_ARGUMENT,
                 "softmax_scale: must be at most FLT_MAX / log2(e) = 2.3587e38 (softmax_scale * log2(e) must be a "
                 "finite float)");

@@ -157,8 +157,9 @@ def retry_blocks(insts, base=0):
         targets = (branch_target(o[4], base) for o in insts if o[3] == "BRA" and o[0] != boff)
         entered_elsewhere = any(t is not None and start <= t <= boff for t in targets)
         waits = [b for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"]
-        if waits and start not in exempt and not entered_elsewhere and bneg and all(retry_op(b) for b in body) and sum(b[3] == "BRA" for b in body) == 1 and \
-                all(bpred == w[4].split(",")[0].strip() for w in waits):
+        only_retry = all(retry_op(b) for b in body) and sum(b[3] == "BRA" for b in body) == 1
+        on_own_flag = all(bpred == w[4].split(",")[0].strip() for w in waits)
+        if waits and start not in exempt and not entered_elsewhere and bneg and only_retry and on_own_flag:
             blocks.append((start, boff))
             exempt.update(b[0] for b in body)
     return exempt, guards - exempt, blocks, rejected

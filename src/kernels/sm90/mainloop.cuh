@@ -372,7 +372,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
     return;
   }
   if (n_tiles > 0) {
-    constexpr bool trim_first = kTrimmable && TRIM;
+    constexpr bool trim_first = TRIM;  // implies kTrimmable (static_assert above)
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     timeline::mark(1 + g, 2);

@@ -11,10 +11,11 @@
 
 // DHP_SM90_MAX_TREE, a mask by head dim (1: D = 64, 2: 128, 4: 256): the
 // row max as a pairwise tree (the same 32 FMNMX per row and key tile, 6
-// deep instead of 17); max is exact, so the bits are those of the chain. Shipped for D = 128 without
-// secret lengths: +0.7 to +1.8 % on its ten FA3-grid rows in a six-round
-// A/B; D = 64 and 256 -0.6 to 0 %, the secret-length D = 128 kernel -1.2 %
-// (docs/perf-log.md, session 16). mainloop.cuh picks it per kernel.
+// deep instead of 17); max is exact, so the bits are those of the chain.
+// Shipped for D = 128 without secret lengths: +0.7 to +1.8 % on its ten
+// FA3-grid rows in a six-round A/B; D = 64 and 256 -0.6 to 0 %, the
+// secret-length D = 128 kernel -1.2 % (docs/perf-log.md, session 16).
+// mainloop.cuh picks it per kernel (kMaxTree).
 #ifndef DHP_SM90_MAX_TREE
 #define DHP_SM90_MAX_TREE 2
 #endif
