@@ -9,7 +9,8 @@
 # with dhp_bench arguments of its own (e.g. "--case 4,8,4096,256").
 # ROUNDS=N (default 1) runs the benchmarks N times round-robin over the
 # variants (so that clock and temperature drift falls on all alike) and
-# keeps each row's median over the rounds.
+# keeps each row's median over the rounds. SUITE=0 skips the GPU suite
+# (a second call on a warm machine: the builds are then no-ops).
 # Logs to $OUT (or ./ab-build-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ for v in "${variants[@]}"; do
     cmake --build "build/ab-$name" -j 16 --target dhp_bench dhp_gpu_tests > "$out/build-$name.log" 2>&1 ||
     { echo "$name: build failed"; grep -m5 error "$out/build-$name.log"; continue; }
   line="$name [$flags]: spills $(grep -cE '[1-9][0-9]* bytes spill' "$out/build-$name.log"); wgmma serialised (C751x) $(grep -c 'C751[0-9]' "$out/build-$name.log")"
-  [ $first = 0 ] && line="$line; GPU suite $(timeout 300 build/ab-$name/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
+  [ $first = 0 ] && [ "${SUITE:-1}" != 0 ] && line="$line; GPU suite $(timeout 300 build/ab-$name/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
   echo "$line"; first=0
   built+=("$name")
 done

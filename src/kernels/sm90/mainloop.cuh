@@ -109,6 +109,29 @@ inline constexpr bool kTurnExp =
     ((DHP_SM90_TURN_EXP & 1) && Traits::kConsumers == 2 || (DHP_SM90_TURN_EXP & 2) && Traits::kConsumers == 3) &&
     (Traits::kHeadDim == 64 || (DHP_SM90_TURN_EXP & 4));
 
+// Deferred epilogue (DHP_SM90_DEFER_EPILOGUE, a mask of kernels: 1 / 2 the
+// two- / three-consumer D = 64 kernels, 4 / 8 D = 128 with 128- / 160-key
+// tiles): a tile's O is normalised and stored not at the end of its own
+// tile but in the next tile's after_first_issue, while that tile's first S
+// GEMM runs on the tensor cores; the last tile's after the loop
+// (forward_kernel.cuh). Its rows then wait at the tile boundary for one
+// GEMM less: the boundary was the epilogue, then the next S GEMM's issue
+// and wait, in series. Needs two Q buffers (O is staged in the previous
+// tile's while the next tile's S GEMM reads its own). O is zeroed after the
+// hook (it holds the previous tile's O until then); the same arithmetic in
+// the same order, so the bits do not change.
+#ifndef DHP_SM90_DEFER_EPILOGUE
+#define DHP_SM90_DEFER_EPILOGUE 15
+#endif
+template <typename Traits>
+inline constexpr int kDeferBit =
+    Traits::kHeadDim == 64    ? (Traits::kConsumers == 2 ? 1 : Traits::kConsumers == 3 ? 2 : 0)
+    : Traits::kHeadDim == 128 ? (Traits::kBlockN == 128 ? 4 : 8)
+                              : 0;
+template <typename Traits>
+inline constexpr bool kDeferEpilogue =
+    (DHP_SM90_DEFER_EPILOGUE & kDeferBit<Traits>) != 0 && Traits::kQStages == 2 && Traits::kConsumers >= 2;
+
 // The row max as a tree (softmax.cuh, DHP_SM90_MAX_TREE): by head dim, and
 // not in the secret-length kernels.
 template <typename Traits>
@@ -351,8 +374,14 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       }
   };
 
+  // With the epilogue deferred, O holds the previous tile's until
+  // after_first_issue has stored it.
+  constexpr bool kDefer = kDeferEpilogue<Traits>;
+  auto zero_o = [&] {
 #pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  };
+  if constexpr (!kDefer) zero_o();
   timeline::mark(1 + g, 0);
   tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
   timeline::mark(1 + g, 1);
@@ -368,6 +397,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
   // from a lane-0 broadcast (forward_kernel.cuh).
   if (Traits::kConsumers == 3 && view.m0 + 64 * g >= args.seqlen_q) {
     run_idle_tile<Traits>(view, n_tiles, after_first_issue, before_tail_wait);
+    if constexpr (kDefer) zero_o();
     sm.export_to(out_sm);  // no key seen: l = 0, so O = 0 and lse = -inf (clipped anyway)
     return;
   }
@@ -377,8 +407,12 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     timeline::mark(1 + g, 2);
     gemm_turn_wait();
-    wg::fence_operands(sacc);
-    if constexpr (trim_first) wg::fence_operands(sacc_half);
+    // The trimmed GEMM writes sacc_half only: sacc stays dead until the
+    // copy below (fencing it kept 64 registers live across the hook).
+    if constexpr (trim_first)
+      wg::fence_operands(sacc_half);
+    else
+      wg::fence_operands(sacc);
     wg::fence();
     if constexpr (trim_first)
       issue_qk_half(view.stage(0));
@@ -386,9 +420,12 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       issue_qk(view.stage(0));
     gemm_turn_pass();
     after_first_issue();
+    if constexpr (kDefer) zero_o();
     wg::wait<0>();
-    wg::fence_operands(sacc);
-    if constexpr (trim_first) wg::fence_operands(sacc_half);
+    if constexpr (trim_first)
+      wg::fence_operands(sacc_half);
+    else
+      wg::fence_operands(sacc);
     release_k(view.stage(0), n_tiles == 1);
     timeline::mark(1 + g, 3);
     timeline::tile(1 + g, view.tc, 3);
@@ -485,6 +522,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
     timeline::mark(1 + g, 40);
   } else {  // public: no key tile
     after_first_issue();
+    if constexpr (kDefer) zero_o();
     before_tail_wait();
   }
   sm.export_to(out_sm);
