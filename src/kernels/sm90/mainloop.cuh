@@ -121,7 +121,7 @@ inline constexpr bool kTurnExp =
 // hook (it holds the previous tile's O until then); the same arithmetic in
 // the same order, so the bits do not change.
 #ifndef DHP_SM90_DEFER_EPILOGUE
-#define DHP_SM90_DEFER_EPILOGUE 15
+#define DHP_SM90_DEFER_EPILOGUE 0
 #endif
 template <typename Traits>
 inline constexpr int kDeferBit =
