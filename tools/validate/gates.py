@@ -44,10 +44,6 @@ GATE1 = [
     # D128 non-causal from S_k = 2048 takes 160-key tiles (a kernel of its
     # own); 2100 keys leave a partial last tile.
     ("bf16 D128 shared, 160-key tiles", "--dtype bf16 --batch 1 --heads 2 --seqlen 2100 --head-dim 128 --lengths shared"),
-    # A public causal diagonal (shared lengths, or none) from S_q = 1024: warpgroup 0 of each
-    # 128-row tile runs its diagonal key tile trimmed to 64 keys (mainloop.cuh, run_consumer).
-    ("fp16 D64 causal shared, trimmed diagonal", "--dtype fp16 --batch 2 --heads 4 --seqlen 1100 --head-dim 64 --causal --lengths shared"),
-    ("bf16 D128 causal none, trimmed diagonal", "--dtype bf16 --batch 1 --heads 4 --seqlen 1030 --head-dim 128 --causal"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
@@ -78,7 +74,6 @@ REPRO = [
     # ring slot that the next tile's K/V reuse), one per CTA alone (B = 1).
     ("bf16 D256 none, several tiles per CTA", "--dtype bf16 --batch 4 --heads 8 --seqlen 700 --seqlen-k 250 --head-dim 256"),
     ("fp16 D128 separate, 160-key tiles", "--dtype fp16 --batch 3 --heads 4 --seqlen 2100 --head-dim 128 --lengths separate"),
-    ("fp16 D64 causal shared, trimmed diagonal", "--dtype fp16 --batch 3 --heads 4 --seqlen 1100 --head-dim 64 --causal --lengths shared"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

@@ -32,23 +32,6 @@ namespace dhp::sm90 {
 #ifndef DHP_SM90_INTRA_WG_OVERLAP
 #define DHP_SM90_INTRA_WG_OVERLAP 0
 #endif
-// Trimmed diagonal tile (public structure): with a public causal diagonal,
-// the first key tile a warpgroup visits (the last one, n_tiles - 1) can lie
-// past the diagonal in its second half for all of the warpgroup's 64 rows
-// (warpgroup 0 of a 128-row tile on the diagonal: keys 64-127 of it). Its
-// S GEMM, softmax and P·V then run on the first 64 keys only. The skipped
-// keys would be masked to -inf, weigh exactly 0 and add exact zeros to the
-// max, the row sum and O, so the bits are those of the full tile (while V
-// is finite there; see docs/threat-model.md on NaN/Inf in V). Where: 128-key
-// tiles (the halves' wgmma shapes), two or three consumer warpgroups, S_q >=
-// 1024 (run_consumer, at the end; perf-log, session 16).
-// DHP_SM90_TRIM_DIAGONAL=0 turns it off.
-#ifndef DHP_SM90_TRIM_DIAGONAL
-#define DHP_SM90_TRIM_DIAGONAL 1
-#endif
-template <typename Traits>
-inline constexpr bool kTrimmableFor =
-    DHP_SM90_TRIM_DIAGONAL != 0 && Traits::kBlockN == 128 && Traits::kConsumers >= 2;
 // TEST-ONLY (scripts/length-timing-diag.sh): feeds a public pattern instead
 // of zero weights to P·V, giving wrong results; never set in a shipped build.
 #ifndef DHP_SM90_P_FILL
@@ -108,29 +91,6 @@ template <typename Traits>
 inline constexpr bool kTurnExp =
     ((DHP_SM90_TURN_EXP & 1) && Traits::kConsumers == 2 || (DHP_SM90_TURN_EXP & 2) && Traits::kConsumers == 3) &&
     (Traits::kHeadDim == 64 || (DHP_SM90_TURN_EXP & 4));
-
-// Deferred epilogue (DHP_SM90_DEFER_EPILOGUE, a mask of kernels: 1 / 2 the
-// two- / three-consumer D = 64 kernels, 4 / 8 D = 128 with 128- / 160-key
-// tiles): a tile's O is normalised and stored not at the end of its own
-// tile but in the next tile's after_first_issue, while that tile's first S
-// GEMM runs on the tensor cores; the last tile's after the loop
-// (forward_kernel.cuh). Its rows then wait at the tile boundary for one
-// GEMM less: the boundary was the epilogue, then the next S GEMM's issue
-// and wait, in series. Needs two Q buffers (O is staged in the previous
-// tile's while the next tile's S GEMM reads its own). O is zeroed after the
-// hook (it holds the previous tile's O until then); the same arithmetic in
-// the same order, so the bits do not change.
-#ifndef DHP_SM90_DEFER_EPILOGUE
-#define DHP_SM90_DEFER_EPILOGUE 0
-#endif
-template <typename Traits>
-inline constexpr int kDeferBit =
-    Traits::kHeadDim == 64    ? (Traits::kConsumers == 2 ? 1 : Traits::kConsumers == 3 ? 2 : 0)
-    : Traits::kHeadDim == 128 ? (Traits::kBlockN == 128 ? 4 : 8)
-                              : 0;
-template <typename Traits>
-inline constexpr bool kDeferEpilogue =
-    (DHP_SM90_DEFER_EPILOGUE & kDeferBit<Traits>) != 0 && Traits::kQStages == 2 && Traits::kConsumers >= 2;
 
 // The row max as a tree (softmax.cuh, DHP_SM90_MAX_TREE): by head dim, and
 // not in the secret-length kernels.
@@ -221,15 +181,10 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
 // under it: after_first_issue() once the tile's first S GEMM is issued,
 // before_tail_wait() once its last P·V is issued. Both run exactly once per
 // tile (in order, at once, for a tile without key tiles).
-// TRIM: the tile's first key tile is trimmed (above); a template parameter
-// rather than a branch around the halves, which made ptxas serialise every
-// wgmma of the kernel (C7511: the two softmax paths merged on the S
-// registers); run_consumer below picks the instantiation per tile.
-template <bool TRIM, typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
-__device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[View::D / 2],
-                                                  sm80::OnlineSoftmax<1>& out_sm,
-                                                  AfterFirstIssue&& after_first_issue,
-                                                  BeforeTailWait&& before_tail_wait) {
+template <typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
+__device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2],
+                                             sm80::OnlineSoftmax<1>& out_sm, AfterFirstIssue&& after_first_issue,
+                                             BeforeTailWait&& before_tail_wait) {
   using T = typename View::T;
   constexpr int BM = View::BM, BN = View::BN, D = View::D;
   constexpr DType DT = View::DT;
@@ -283,38 +238,12 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
     wg::commit();
   };
-  // The trimmed tile's halves: S for its first BN / 2 keys (an m64n(BN/2)
-  // fragment: the layout of the first half of sacc's, column blocks in
-  // order), P·V over them (the first BN / 32 k-steps).
-  constexpr bool kTrimmable = kTrimmableFor<Traits>;
-  static_assert(!TRIM || kTrimmable, "the trimmed instantiation exists only where the halves do");
-  // Its own registers (aliasing the first half of sacc made ptxas serialise
-  // every wgmma of the kernel, C7511).
-  float sacc_half[BN / 4];
-  auto issue_qk_half = [&](int s) {
-    if constexpr (kTrimmable) {
-      const uint64_t dk = desc::advance_lo(dk0, s * kStageBytes);
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        MmaSS<DT, BN / 2>::template run<0>(sacc_half, desc::advance_lo(dq, (kk / 4) * BM * 128 + (kk % 4) * 32),
-                                           desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
-      wg::commit();
-    }
-  };
-  auto issue_pv_half = [&](int s) {
-    if constexpr (kTrimmable) {
-      const uint64_t dv = desc::advance_lo(dv0, s * kStageBytes);
-#pragma unroll
-      for (int k = 0; k < BN / 32; ++k)
-        MmaRS<DT, D>::template run<1>(o, p[k], desc::advance_lo(dv, k * 16 * 128), 1);
-      wg::commit();
-    }
-  };
   // Mask (select) and softmax of the landed S tile for key tile n; packs P.
   SplitSoftmax<kMaxTree<Traits>> sm;
   sm.init();
   float alpha[2];
-  auto softmax_of = [&](auto& s3, int32_t n) {
+  auto scores_to_p = [&](int32_t n) {
+    auto& s3 = as_frag<BN>(sacc);
     view.mask(s3, n);
     if constexpr (kTurnExp) {
       sm.max_phase(s3, args.scale_log2, alpha);
@@ -327,7 +256,6 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       sm.weights(s3, args.scale_log2, alpha);
     }
   };
-  auto scores_to_p = [&](int32_t n) { softmax_of(as_frag<BN>(sacc), n); };
   // Releases of a ring slot's K half (after the S GEMM that reads it) and of
   // the last V half (after the tail P·V). With O staged in the ring, the
   // tile's last slot is warpgroup 0's staging in its K half and warpgroup
@@ -374,14 +302,8 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
       }
   };
 
-  // With the epilogue deferred, O holds the previous tile's until
-  // after_first_issue has stored it.
-  constexpr bool kDefer = kDeferEpilogue<Traits>;
-  auto zero_o = [&] {
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-  };
-  if constexpr (!kDefer) zero_o();
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   timeline::mark(1 + g, 0);
   tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
   timeline::mark(1 + g, 1);
@@ -397,47 +319,25 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
   // from a lane-0 broadcast (forward_kernel.cuh).
   if (Traits::kConsumers == 3 && view.m0 + 64 * g >= args.seqlen_q) {
     run_idle_tile<Traits>(view, n_tiles, after_first_issue, before_tail_wait);
-    if constexpr (kDefer) zero_o();
     sm.export_to(out_sm);  // no key seen: l = 0, so O = 0 and lse = -inf (clipped anyway)
     return;
   }
   if (n_tiles > 0) {
-    constexpr bool trim_first = TRIM;  // implies kTrimmable (static_assert above)
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     timeline::mark(1 + g, 2);
     gemm_turn_wait();
-    // The trimmed GEMM writes sacc_half only: sacc stays dead until the
-    // copy below (fencing it kept 64 registers live across the hook).
-    if constexpr (trim_first)
-      wg::fence_operands(sacc_half);
-    else
-      wg::fence_operands(sacc);
+    wg::fence_operands(sacc);
     wg::fence();
-    if constexpr (trim_first)
-      issue_qk_half(view.stage(0));
-    else
-      issue_qk(view.stage(0));
+    issue_qk(view.stage(0));
     gemm_turn_pass();
     after_first_issue();
-    if constexpr (kDefer) zero_o();
     wg::wait<0>();
-    if constexpr (trim_first)
-      wg::fence_operands(sacc_half);
-    else
-      wg::fence_operands(sacc);
+    wg::fence_operands(sacc);
     release_k(view.stage(0), n_tiles == 1);
     timeline::mark(1 + g, 3);
     timeline::tile(1 + g, view.tc, 3);
-    if constexpr (trim_first) {
-      softmax_of(as_frag<BN / 2>(sacc_half), n_tiles - 1);
-      // P is packed from sacc; the second half packs zeros that the half
-      // P·V never reads (defined values rather than the last tile's).
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) sacc[i] = i < BN / 4 ? sacc_half[i] : 0.0f;
-    } else {
-      scores_to_p(n_tiles - 1);
-    }
+    scores_to_p(n_tiles - 1);
     timeline::mark(1 + g, 4);
     // Intra-warpgroup overlap (kIntraOverlap): each iteration ends with the
     // softmax of S(it) while P(it-1)·V(it-1) is still on the tensor cores;
@@ -479,10 +379,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
         wg::fence_operands(o);
         wg::fence();
       }
-      if (trim_first && it == 1)  // public
-        issue_pv_half(sp);
-      else
-        issue_pv(sp);  // O += P(it-1) V(it-1)
+      issue_pv(sp);  // O += P(it-1) V(it-1)
       gemm_turn_pass();
       if constexpr (kSerial) {  // both GEMMs done: P's registers are free for the softmax
         wg::wait<0>();
@@ -509,10 +406,7 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
     wg::fence_operands(o);
     wg::fence_operands(p);
     wg::fence();
-    if (trim_first && n_tiles == 1)  // public
-      issue_pv_half(sp);
-    else
-      issue_pv(sp);
+    issue_pv(sp);
     gemm_turn_pass();
     before_tail_wait();
     wg::wait<0>();
@@ -522,34 +416,9 @@ __device__ __forceinline__ void run_consumer_tile(const View& view, float (&o)[V
     timeline::mark(1 + g, 40);
   } else {  // public: no key tile
     after_first_issue();
-    if constexpr (kDefer) zero_o();
     before_tail_wait();
   }
   sm.export_to(out_sm);
-}
-
-// One tile of a consumer warpgroup: the trimmed or the full first key tile,
-// by the public structure (the causal diagonal is public and lies, for all
-// of this warpgroup's rows, before the second half of the last key tile).
-template <typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
-__device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::D / 2],
-                                             sm80::OnlineSoftmax<1>& out_sm, AfterFirstIssue&& after_first_issue,
-                                             BeforeTailWait&& before_tail_wait) {
-  constexpr int BN = View::BN;
-  // Not in the one-warpgroup kernel (its copy of the loop cost the small
-  // call 2 %), nor below S_q = 1024 (causal S512 lost 3-4 %: the trimmed
-  // path's fixed cost per tile against 2.5 key tiles on average); perf-log,
-  // session 16.
-  if constexpr (kTrimmableFor<Traits>) {
-    const auto& a = view.args;
-    const int32_t n_tiles = view.range.n_end;
-    if (a.causal && a.causal_diagonal_public && a.seqlen_q >= 1024 && n_tiles > 0 &&
-        view.m0 + 64 * view.g + 63 + a.causal_offset < (n_tiles - 1) * BN + BN / 2) {  // public
-      run_consumer_tile<true, Traits>(view, o, out_sm, after_first_issue, before_tail_wait);
-      return;
-    }
-  }
-  run_consumer_tile<false, Traits>(view, o, out_sm, after_first_issue, before_tail_wait);
 }
 
 }  // namespace dhp::sm90
