@@ -66,7 +66,7 @@ struct ConsumerView {
         lane(wtid % 32),
         m0(m0_),
         first_row(m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
-        lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens[tile_count & 1]))),
+        lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens[tile_count % Traits::kLensSlots]))),
         q_buf(tile_count % Traits::kQStages),
         q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q[q_buf])) + 64 * g_ * 128),
         kv0(kv0_),

@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // tile after this one. (One buffer: released at the end of its tile,
     // below, as the next tile's Q loads into it.)
     auto release_previous_q = [&] {
-      if constexpr (Traits::kQStages == 2) {
+      if constexpr (Traits::kQStages == 2 && !Traits::kOBuffer) {  // with an O buffer: at the last S GEMM
         if (tc > 0) {  // public
           epilogue::wait_staging_free(wtid % 32);
           tma::arrive(&st.q_empty[(tc - 1) % 2]);
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // This warpgroup's S GEMMs, the only readers of its 64 rows of Q, are
     // complete in all four of its warps (the barrier): its warps stage O
     // there. The other warpgroup may still be computing on its own rows.
-    consumer_warpgroup_sync(g);
+    if constexpr (!Traits::kOBuffer) consumer_warpgroup_sync(g);  // an O buffer: no Q rows to wait for
     timeline::tile(1 + g, tc, 4);
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode
@@ -198,6 +198,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       timeline::tile(1 + g, tc, 6);
       epilogue::wait_staging_free(wtid % 32);
       tma::arrive(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
+    } else if constexpr (Traits::kOBuffer) {
+      // The previous tile's stores from this buffer were issued a tile ago.
+      epilogue::wait_staging_free(wtid_here % 32);
+      epilogue::store_rows_tma<T, BM, D, kRebuild>(as_frag<D>(o), st.ostage.o, warp_row0, &tm_o, m0 + warp_row0,
+                                                   tile.head, tile.batch, wtid_here % 32);
+      timeline::mark(1 + g, 42);
+      timeline::tile(1 + g, tc, 6);
     } else {
       const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
       epilogue::store_rows_tma<T, BM, D, kRebuild>(as_frag<D>(o), st.q[q_buf_here], warp_row0, &tm_o,

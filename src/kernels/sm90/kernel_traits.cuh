@@ -29,6 +29,14 @@
 #ifndef DHP_SM90_O_IN_RING
 #define DHP_SM90_O_IN_RING 1
 #endif
+// A shared-memory buffer of its own for the O staging (DHP_SM90_O_BUFFER,
+// a mask by head dim; only where two Q buffers and it fit: D = 64), so that
+// a tile's Q buffer goes back to the producer right after the tile's last S
+// GEMM -- as D = 256 does with O staged in the ring -- instead of after the
+// next tile's first S GEMM, once the epilogue's stores have read it.
+#ifndef DHP_SM90_O_BUFFER
+#define DHP_SM90_O_BUFFER 0
+#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -107,6 +115,20 @@ struct Sm90Traits {
   static constexpr bool kStageOInRing = kQStages == 1 && DHP_SM90_O_IN_RING != 0;
   static_assert(!kStageOInRing || (kConsumers == 2 && kKVBytes >= 64 * D * 2),
                 "one warpgroup's 64 rows of O per half of a ring slot");
+  // O staged in a buffer of its own (DHP_SM90_O_BUFFER above); the Q buffer
+  // is then released at the tile's last S GEMM (mainloop.cuh, release_k).
+  static constexpr bool kOBuffer =
+      (DHP_SM90_O_BUFFER & head_dim_bit(D)) != 0 && kQStages == 2 && 3 * kQBytes + kRingBytes + 2048 <= kSmemLimit;
+  // Lengths slots, by tile count: the producer writes tile t's when it
+  // loads t's Q, which an early Q release lets it do two tiles ahead.
+  static constexpr int kLensSlots = kOBuffer ? 4 : 2;
+};
+
+template <typename Traits, bool = Traits::kOBuffer>
+struct OStaging {};
+template <typename Traits>
+struct OStaging<Traits, true> {
+  alignas(1024) uint8_t o[Traits::kQBytes];
 };
 
 // Shared memory: tiles first (1024-B aligned), barriers and lengths last.
@@ -118,7 +140,8 @@ struct SharedStorage {
   alignas(8) uint64_t q_full[Traits::kQStages], q_empty[Traits::kQStages];  // Q landed / buffer free
   uint64_t k_full[Traits::kStages], k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
-  int32_t lens[2][2];  // per tile parity: L_q, L_k (secret; clamped)
+  int32_t lens[Traits::kLensSlots][2];  // per tile count: L_q, L_k (secret; clamped)
+  OStaging<Traits> ostage;                // empty unless Traits::kOBuffer
 };
 
 }  // namespace dhp::sm90

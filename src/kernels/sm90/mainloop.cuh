@@ -150,6 +150,7 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
   constexpr int NC = Traits::kConsumers;
   auto& st = view.st;
   if (n_tiles == 0) {  // public
+    if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // never reads it
     after_first_issue();
     before_tail_wait();
     return;
@@ -167,6 +168,7 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
     tma::arrive(&st.k_empty[view.stage(it)]);
     tma::arrive(&st.v_empty[view.stage(it - 1)]);
   }
+  if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // as after a last S GEMM
   tma::wait<true>(&st.v_full[view.stage(n_tiles - 1)], view.parity(n_tiles - 1));
   if constexpr (!kTurnExp<Traits>) {  // with turns around the exp2 stream: one per key tile, no tail turn
     pingpong::wait_turn<NC>(view.g);
@@ -274,6 +276,8 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         return;
       }
     }
+    if constexpr (Traits::kOBuffer)
+      if (last) tma::arrive(&st.q_empty[view.q_buf]);  // public; O is staged elsewhere
     tma::arrive(&st.k_empty[s]);
   };
   auto release_last_v = [&](int s) {
@@ -415,6 +419,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     release_last_v(sp);
     timeline::mark(1 + g, 40);
   } else {  // public: no key tile
+    if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // no S GEMM reads it
     after_first_issue();
     before_tail_wait();
   }

@@ -87,8 +87,9 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       timeline::tile(0, tc, 1);
       if (issues) {
         if constexpr (Traits::kHasLengths) {  // published by q_full's arrive (release)
-          st.lens[tc & 1][0] = L_q;  // tile tc - 2 read this slot: done (q_empty above)
-          st.lens[tc & 1][1] = L_k;
+          // Tile tc - kLensSlots read this slot: done (q_empty above).
+          st.lens[tc % Traits::kLensSlots][0] = L_q;
+          st.lens[tc % Traits::kLensSlots][1] = L_k;
         }
         tma::arrive_expect_bytes(&st.q_full[b], Traits::kQBytes);
         timeline::mark(0, 42);
