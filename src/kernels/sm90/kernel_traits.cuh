@@ -30,12 +30,17 @@
 #define DHP_SM90_O_IN_RING 1
 #endif
 // A shared-memory buffer of its own for the O staging (DHP_SM90_O_BUFFER,
-// a mask by head dim; only where two Q buffers and it fit: D = 64), so that
-// a tile's Q buffer goes back to the producer right after the tile's last S
-// GEMM -- as D = 256 does with O staged in the ring -- instead of after the
-// next tile's first S GEMM, once the epilogue's stores have read it.
+// a mask of the D = 64 kernels, where two Q buffers and it fit: 1 / 2 / 4
+// the one- / two- / three-consumer kernel), so that a tile's Q buffer goes
+// back to the producer right after the tile's last S GEMM -- as D = 256
+// does with O staged in the ring -- instead of after the next tile's first
+// S GEMM, once the epilogue's stores have read it: the producer can load
+// the Q two tiles ahead, which short causal tiles need. Five-round A/B
+// (H200): D64 causal S512 / S1024 / S2048 +2.0 / +1.6 / +0.8 % with the
+// two-consumer kernel; the three-consumer kernel's rows -0.9 to -1.2 %, so
+// not there (docs/perf-log.md, session 17).
 #ifndef DHP_SM90_O_BUFFER
-#define DHP_SM90_O_BUFFER 0
+#define DHP_SM90_O_BUFFER 3
 #endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
@@ -117,8 +122,8 @@ struct Sm90Traits {
                 "one warpgroup's 64 rows of O per half of a ring slot");
   // O staged in a buffer of its own (DHP_SM90_O_BUFFER above); the Q buffer
   // is then released at the tile's last S GEMM (mainloop.cuh, release_k).
-  static constexpr bool kOBuffer =
-      (DHP_SM90_O_BUFFER & head_dim_bit(D)) != 0 && kQStages == 2 && 3 * kQBytes + kRingBytes + 2048 <= kSmemLimit;
+  static constexpr bool kOBuffer = D == 64 && (DHP_SM90_O_BUFFER & (1 << (kConsumers - 1))) != 0 && kQStages == 2 &&
+                                   3 * kQBytes + kRingBytes + 2048 <= kSmemLimit;
   // Lengths slots, by tile count: the producer writes tile t's when it
   // loads t's Q, which an early Q release lets it do two tiles ahead.
   static constexpr int kLensSlots = kOBuffer ? 4 : 2;
