@@ -38,9 +38,13 @@
 // the Q two tiles ahead, which short causal tiles need. Five-round A/B
 // (H200): D64 causal S512 / S1024 / S2048 +2.0 / +1.6 / +0.8 % with the
 // two-consumer kernel; the three-consumer kernel's rows -0.9 to -1.2 %, so
-// not there (docs/perf-log.md, session 17).
+// not there. Nor in the one-consumer kernel (small grids, one tile per CTA:
+// +0.1 to +0.9 %), where gate 1 rejected it: a hardware instruction count
+// (smsp__thread_inst_executed_pred_on; the SASS-level counts stayed
+// identical) varied with timing in a way that separated the length classes
+// (docs/perf-log.md, session 17).
 #ifndef DHP_SM90_O_BUFFER
-#define DHP_SM90_O_BUFFER 3
+#define DHP_SM90_O_BUFFER 2
 #endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
