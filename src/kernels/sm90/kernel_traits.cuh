@@ -107,7 +107,8 @@ struct Sm90Traits {
   // first K/V -- while this tile runs; one at D = 256 (64 KB per Q tile).
   // With two, O is staged for its TMA store in the tile's own Q buffer,
   // each warpgroup in its own 64 rows (which only its own S GEMMs read), so
-  // no buffer of its own is needed; with one, in the ring (below).
+  // no buffer of its own is needed -- except where kOBuffer (below) gives it
+  // one; with one Q buffer, in the ring (below).
   static constexpr int kSmemLimit = 227 * 1024;
   static constexpr int kRingBytes = 2 * kStages * kKVBytes;
   // + 2048: SharedStorage rounds its barrier block up to 1024 bytes, and the
