@@ -2,41 +2,42 @@
 # Runtime A/B of the launcher's public experiment knobs on ONE build (no
 # recompilation): each NAME="ENV=VALUE ..." runs dhp_bench with that
 # environment, round-robin over ROUNDS (default 3) rounds so that drift falls
-# on all alike; prints each case's median TFLOP/s per setting.
+# on all alike; prints each row's median TFLOP/s per setting (rows matched by
+# position, as scripts/ab-build.sh does, so dense and secret-length rows of
+# one shape stay apart).
 #   BENCH_ARGS="--case 16,32,1024,64,1" scripts/env-sweep.sh base="" heavy="DHP_SM90_ORDER=2"
-# Builds build/hopper (dhp_bench only) if needed; logs to $OUT (or ./env-sweep-out).
+# (Re)builds build/hopper's dhp_bench first (a no-op when up to date); logs
+# to $OUT (or ./env-sweep-out), whose earlier round files are removed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${OUT:-env-sweep-out}"; mkdir -p "$out"
-[ -x build/hopper/tools/dhp_bench ] || {
-  cmake --preset hopper -DDHP_BUILD_PYTHON=OFF > "$out/configure.log" 2>&1 &&
-    cmake --build build/hopper -j 16 --target dhp_bench > "$out/build.log" 2>&1 || { echo "build failed"; exit 1; }
-}
+out="${OUT:-env-sweep-out}"; mkdir -p "$out"; rm -f "$out"/*-r*.tsv
+{ [ -f build/hopper/build.ninja ] || cmake --preset hopper -DDHP_BUILD_PYTHON=OFF > "$out/configure.log" 2>&1; } &&
+  cmake --build build/hopper -j 16 --target dhp_bench > "$out/build.log" 2>&1 || { echo "build failed"; exit 1; }
 names=()
 for r in $(seq 1 "${ROUNDS:-3}"); do
   for v in "$@"; do
     name="${v%%=*}"; envs="${v#*=}"; [ "$r" = 1 ] && names+=("$name")
-    env $envs build/hopper/tools/dhp_bench ${BENCH_ARGS:---quick} --out "$out/$name-r$r.tsv" > "$out/$name-r$r.log" 2>&1 ||
-      echo "$name: failed (round $r)"
+    env $envs timeout 300 build/hopper/tools/dhp_bench ${BENCH_ARGS:---quick} --out "$out/$name-r$r.tsv" \
+      > "$out/$name-r$r.log" 2>&1 || echo "$name: failed (round $r)"
   done
 done
-python3 - "$out" "${names[@]}" <<'PY'
-import csv, glob, statistics, sys
-out, names = sys.argv[1], sys.argv[2:]
-tab = {}
-for n in names:
-    for f in sorted(glob.glob(f"{out}/{n}-r*.tsv")):
-        for row in csv.DictReader(open(f), delimiter="\t"):
-            key = " ".join(row[k] for k in ("dtype", "B", "H", "S", "D", "causal") if k in row)
-            tab.setdefault(key, {}).setdefault(n, []).append(float(row["tflops"]))
-print("| case | " + " | ".join(names) + " |")
+python3 - "$out" "${ROUNDS:-3}" "${names[@]}" <<'PY'
+import csv, os, statistics, sys
+out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def load(n):
+    runs = [f"{out}/{n}-r{r}.tsv" for r in range(1, rounds + 1)]
+    return [list(csv.DictReader(open(f), delimiter="\t")) for f in runs if os.path.exists(f)]
+data = {n: load(n) for n in names}
+ref = next((d[0] for d in data.values() if d), None)
+if ref is None:
+    sys.exit("no results")
+print("| row | " + " | ".join(names) + " |")
 print("|---|" + "---|" * len(names))
-for key, per in tab.items():
-    base = statistics.median(per[names[0]]) if names[0] in per else None
-    cells = []
-    for n in names:
-        if n not in per: cells.append("-"); continue
-        m = statistics.median(per[n])
-        cells.append(f"{m:.1f}" + (f" ({100 * (m / base - 1):+.1f} %)" if base and n != names[0] else ""))
+for i, row in enumerate(ref):
+    key = " ".join(row.get(k, "") for k in ("dtype", "B", "H", "S", "D", "causal", "mode"))
+    med = {n: statistics.median(float(r[i]["tflops"]) for r in d) for n, d in data.items() if d}
+    base = med.get(names[0])
+    cells = [("-" if n not in med else f"{med[n]:.1f}" + (f" ({100 * (med[n] / base - 1):+.1f} %)" if base and n != names[0] else ""))
+             for n in names]
     print(f"| {key} | " + " | ".join(cells) + " |")
 PY

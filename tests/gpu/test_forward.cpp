@@ -63,7 +63,12 @@ std::vector<Case> all_cases() {
   // short key ranges: each Q buffer (two at D64/D128, one at D256) and each
   // lengths slot is reused several times, quickly, with O staged in it.
   cs.push_back(make(kF16, 8, 1000, 96, 8, 2, 128, false));
-  cs.push_back(make(kBF16, 12, 600, 200, 8, 2, 64, false, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 12, 600, 200, 8, 2, 64, false, Lengths::kSeparate));  // 192-row tiles
+  // The two-consumer D64 kernel (128-row tiles: causal S_q <= 2048, or
+  // non-causal below 512), which stages O in a buffer of its own and
+  // releases each Q buffer at the tile's last S GEMM: 4-5 tiles per CTA.
+  cs.push_back(make(kF16, 8, 1100, 1100, 8, 2, 64, true, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 12, 300, 260, 16, 4, 64, false, Lengths::kShared));
   cs.push_back(make(kF16, 6, 700, 160, 8, 8, 256, true, Lengths::kSeparate));
   // D = 256 stages O in the ring slot of a tile's last key tile and releases
   // Q after the last S GEMM: many tiles per CTA without lengths and with a

@@ -385,7 +385,11 @@ int run_sanitize() {
       {DType::kFloat16, 2, 2, 1, 150, 150, 128, true, LengthMode::kShared, true},
       // D256 with more tiles than SMs: O staged in ring slots that later
       // tiles' K/V reuse (kernel_traits.cuh, kStageOInRing).
-      {DType::kBFloat16, 6, 8, 4, 300, 250, 256, false, LengthMode::kNone, true}};
+      {DType::kBFloat16, 6, 8, 4, 300, 250, 256, false, LengthMode::kNone, true},
+      // The two-consumer D64 kernel (128-row tiles) with 576 tiles: its O
+      // staging buffer, Q buffers released at the last S GEMM and four
+      // lengths slots, each reused (kernel_traits.cuh, kOBuffer).
+      {DType::kFloat16, 12, 16, 4, 300, 300, 64, true, LengthMode::kSeparate, true}};
   for (const Cfg& c : cfgs) {
     Problem p;
     p.dtype = c.dt; p.batch = c.B; p.heads_q = c.Hq; p.heads_kv = c.Hkv; p.seqlen_q = c.Sq;

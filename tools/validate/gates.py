@@ -39,7 +39,9 @@ GATE1 = [
     # above takes 64-row tiles (one consumer warpgroup); these two take the
     # 128-row (two consumers, the turn around the exp2 stream) and the
     # 192-row (three consumers) kernels.
-    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 4 --heads 8 --seqlen 600 --head-dim 64 --causal --lengths separate"),
+    # 640 tiles on 132 CTAs: each of the two Q buffers, the O staging buffer
+    # (kernel_traits.cuh, kOBuffer) and the four lengths slots reused.
+    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 600 --head-dim 64 --causal --lengths separate"),
     ("bf16 D64 shared, 192-row tiles", "--dtype bf16 --batch 4 --heads 8 --heads-kv 4 --seqlen 600 --head-dim 64 --lengths shared"),
     # D128 non-causal from S_k = 2048 takes 160-key tiles (a kernel of its
     # own); 2100 keys leave a partial last tile.
@@ -74,6 +76,8 @@ REPRO = [
     # ring slot that the next tile's K/V reuse), one per CTA alone (B = 1).
     ("bf16 D256 none, several tiles per CTA", "--dtype bf16 --batch 4 --heads 8 --seqlen 700 --seqlen-k 250 --head-dim 256"),
     ("fp16 D128 separate, 160-key tiles", "--dtype fp16 --batch 3 --heads 4 --seqlen 2100 --head-dim 128 --lengths separate"),
+    # The two-consumer D64 kernel (128-row tiles, O staging buffer), 640 tiles.
+    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 600 --head-dim 64 --causal --lengths separate"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

@@ -11,11 +11,13 @@
 // indices).
 //
 // Buffer reuse: each warp stages only its own 16 rows (of the tile's Q
-// buffer, or at D = 256 of a ring slot: kernel_traits.cuh), and only lane 0
+// buffer, of the two-consumer D = 64 kernel's O buffer, or at D = 256 of a
+// ring slot: kernel_traits.cuh), and only lane 0
 // of the warp issues (and so may wait for) its stores. Before the buffer is
-// released for a later load, lane 0 waits until the stores have read the
-// rows (wait_staging_free, which also syncs the warp); forward_kernel.cuh
-// says where.
+// released for a later load (or, in the O buffer, rewritten by the next
+// tile), lane 0 waits until the stores have read the rows
+// (wait_staging_free, which also syncs the warp); forward_kernel.cuh says
+// where.
 #pragma once
 
 #include <cstdint>

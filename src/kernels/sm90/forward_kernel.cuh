@@ -148,7 +148,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // this tile's first S GEMM runs: its O stores have had a whole GEMM to
     // read the staging rows, and the producer needs the buffer only for the
     // tile after this one. (One buffer: released at the end of its tile,
-    // below, as the next tile's Q loads into it.)
+    // below, as the next tile's Q loads into it. An O buffer of its own,
+    // kOBuffer: each Q buffer is released at its tile's last S GEMM,
+    // mainloop.cuh, and this does nothing.)
     auto release_previous_q = [&] {
       if constexpr (Traits::kQStages == 2 && !Traits::kOBuffer) {  // with an O buffer: at the last S GEMM
         if (tc > 0) {  // public
@@ -167,6 +169,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // This warpgroup's S GEMMs, the only readers of its 64 rows of Q, are
     // complete in all four of its warps (the barrier): its warps stage O
     // there. The other warpgroup may still be computing on its own rows.
+    // (With an O buffer each warp stages into rows only it uses: no barrier.)
     if constexpr (!Traits::kOBuffer) consumer_warpgroup_sync(g);  // an O buffer: no Q rows to wait for
     timeline::tile(1 + g, tc, 4);
     // The consumers' only global accesses are the epilogue's stores: they

@@ -141,10 +141,11 @@ struct OStaging<Traits, true> {
   alignas(1024) uint8_t o[Traits::kQBytes];
 };
 
-// Shared memory: tiles first (1024-B aligned), barriers and lengths last.
+// Shared memory: tiles first (1024-B aligned), barriers and lengths, then
+// the O buffer where there is one (1024-B aligned; empty otherwise).
 template <typename Traits>
 struct SharedStorage {
-  alignas(1024) uint8_t q[Traits::kQStages][Traits::kQBytes];  // Q, then (two buffers) the tile's O staging
+  alignas(1024) uint8_t q[Traits::kQStages][Traits::kQBytes];  // Q, then (two buffers, no kOBuffer) the tile's O staging
   alignas(1024) uint8_t k[Traits::kStages][Traits::kKVBytes];
   alignas(1024) uint8_t v[Traits::kStages][Traits::kKVBytes];
   alignas(8) uint64_t q_full[Traits::kQStages], q_empty[Traits::kQStages];  // Q landed / buffer free

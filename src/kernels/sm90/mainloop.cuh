@@ -264,7 +264,8 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // 1's in its V half: each keeps its own release of that half until its O
   // stores have read it (forward_kernel.cuh) and tells the other when it no
   // longer reads it; and Q is released right after the last S GEMM, so the
-  // next tile's Q loads under this tile's last key tile and epilogue.
+  // next tile's Q loads under this tile's last key tile and epilogue. With
+  // an O buffer of its own (kOBuffer) Q is released there too.
   auto release_k = [&](int s, bool last) {
     if constexpr (Traits::kStageOInRing) {
       if (last) {  // public

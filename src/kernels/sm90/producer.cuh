@@ -78,7 +78,8 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         if (issues) kernels::load_lengths(args, tile.batch, L_q, L_k);
       // Q buffer b was last used by tile tc - kQStages: its consumers are
       // done with it (with two buffers, epilogue -- O staged there --
-      // included; with one, its last S GEMM, O being staged in the ring).
+      // included, or with an O buffer of its own (kOBuffer) its last S GEMM;
+      // with one, its last S GEMM, O being staged in the ring).
       // Either way this Q and the K/V issued after it load while the
       // previous tile still runs.
       const int b = tc % Traits::kQStages;

@@ -28,8 +28,9 @@ namespace dhp::sm90::timeline {
 inline constexpr int kSlots = 44, kTiles = 12, kEvents = 8;
 // Consumer events: 0 loop top, 1 tile decoded, 2 Q landed, 3 first S landed,
 // 4 last P·V done, 5 O normalised, 6 O stores issued, 7 staging read (Q
-// buffer released). Producer: 0 loop top, 1 q_empty passed, 2 Q issued,
-// 3 first K issued, 4 last V issued.
+// buffer released; with kOBuffer right after 6: Q went at the last S
+// GEMM). Producer: 0 loop top, 1 q_empty passed, 2 Q issued, 3 first K
+// issued, 4 last V issued.
 // DHP_SM90_TIMELINE_TILE=k: mark() stamps only during CTA 0's tile k (its
 // per-key-tile steps), instead of letting later tiles overwrite them.
 #ifndef DHP_SM90_TIMELINE_TILE
