@@ -132,6 +132,9 @@ struct Sm90Traits {
   // Lengths slots, by tile count: the producer writes tile t's when it
   // loads t's Q, which an early Q release lets it do two tiles ahead.
   static constexpr int kLensSlots = kOBuffer ? 4 : 2;
+  // Where O is not staged in Q (the ring, or an O buffer), each consumer
+  // thread releases the tile's Q buffer at its last S GEMM.
+  static constexpr bool kQFreeAtLastS = kStageOInRing || kOBuffer;
 };
 
 template <typename Traits, bool = Traits::kOBuffer>

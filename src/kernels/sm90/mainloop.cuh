@@ -264,12 +264,13 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // 1's in its V half: each keeps its own release of that half until its O
   // stores have read it (forward_kernel.cuh) and tells the other when it no
   // longer reads it; and Q is released right after the last S GEMM, so the
-  // next tile's Q loads under this tile's last key tile and epilogue. With
-  // an O buffer of its own (kOBuffer) Q is released there too.
+  // next tile's Q loads under this tile's last key tile and epilogue (the
+  // same with an O buffer of its own: kQFreeAtLastS).
   auto release_k = [&](int s, bool last) {
+    if constexpr (Traits::kQFreeAtLastS)
+      if (last) tma::arrive(&st.q_empty[view.q_buf]);  // public
     if constexpr (Traits::kStageOInRing) {
       if (last) {  // public
-        tma::arrive(&st.q_empty[view.q_buf]);
         if (g == 1) {  // public: warpgroup index
           tma::arrive(&st.k_empty[s]);
           ring_handoff::k_free_arrive();
@@ -277,8 +278,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         return;
       }
     }
-    if constexpr (Traits::kOBuffer)
-      if (last) tma::arrive(&st.q_empty[view.q_buf]);  // public; O is staged elsewhere
     tma::arrive(&st.k_empty[s]);
   };
   auto release_last_v = [&](int s) {
