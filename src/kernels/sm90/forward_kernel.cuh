@@ -129,35 +129,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // one (under the tail's P·V).
   ScheduledTile cur = scheduled_tile<BM, BN>(args, sched, 0), next;
   uint32_t kv = 0, tc = 0;
-  // Deferred epilogue (kDeferEpilogue, mainloop.cuh; O buffer kernels only):
-  // O and the row statistics of tile tc - 1 live on into tile tc, whose
-  // after_first_issue normalises and stores them while tile tc's first S
-  // GEMM runs; the last tile's after the loop. `done` is the tile stored.
-  // Its lengths slot is rewritten only for tile done_tc + 4, which the
-  // producer loads after tile done_tc + 2's last S GEMM.
-  constexpr bool kDefer = kDeferEpilogue<Traits>;
-  float o_carry[kDefer ? D / 2 : 1];
-  sm80::OnlineSoftmax<1> sm_carry;
-  Tile done{};
-  auto store_done_tile = [&](uint32_t done_tc) {
-    if constexpr (kDefer) {
-      const int32_t m0 = done.m_block * BM;
-      const int warp_row0 = 64 * g + 16 * (wtid / 32);
-      int32_t L_q = args.seqlen_q;
-      if constexpr (Traits::kHasLengths) {
-        const uint32_t lens_addr =
-            static_cast<uint32_t>(__cvta_generic_to_shared(st.lens[done_tc % Traits::kLensSlots]));
-        asm volatile("ld.shared.s32 %0, [%1];" : "=r"(L_q) : "r"(lens_addr));
-      }
-      pdl::wait_for_previous_grid();
-      const int64_t lse_row0 = (static_cast<int64_t>(done.batch) * args.heads_q + done.head) * args.seqlen_q + m0;
-      sm80::finalize_rows(as_frag<D>(o_carry), sm_carry, L_q, args.scale_log2, warp_row0, m0 + warp_row0,
-                          args.seqlen_q, args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid % 32);
-      epilogue::wait_staging_free(wtid % 32);
-      epilogue::store_rows_tma<T, BM, D>(as_frag<D>(o_carry), st.ostage.o, warp_row0, &tm_o, m0 + warp_row0,
-                                         done.head, done.batch, wtid % 32);
-    }
-  };
   for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
     timeline::tile(1 + g, tc, 0);
     const Tile tile = cur.tile;
@@ -171,10 +142,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const int warp_row0 = 64 * g + 16 * (wtid_here / 32);
     const ConsumerView<Traits> view(st, args, range, m0, g, wtid_here, kv, tc);
     timeline::tile(1 + g, tc, 1);
-    float o_tile[kDefer ? 1 : D / 2];
-    sm80::OnlineSoftmax<1> sm_tile;
-    float(&o)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(kDefer ? o_carry : o_tile);
-    sm80::OnlineSoftmax<1>& sm = kDefer ? sm_carry : sm_tile;
+    float o[D / 2];
+    sm80::OnlineSoftmax<1> sm;
     // With two Q buffers, the previous tile's buffer is released here, while
     // this tile's first S GEMM runs: its O stores have had a whole GEMM to
     // read the staging rows, and the producer needs the buffer only for the
@@ -191,20 +160,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
     };
     auto decode_next = [&] { next = scheduled_tile<BM, BN>(args, sched, r + 1); };
-    auto store_previous = [&] {
-      if (tc > 0) store_done_tile(tc - 1);  // public
-    };
-    if constexpr (kDefer)
-      run_consumer<Traits>(view, o, sm, store_previous, decode_next);
-    else
-      run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
+    run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
     kv += range.n_end;
-    if constexpr (kDefer) {
-      done = tile;
-      ++tc;
-      cur = next;
-      continue;
-    }
 
     int32_t L_q = args.seqlen_q;
     if constexpr (Traits::kHasLengths)
@@ -269,8 +226,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     ++tc;
     cur = next;
   }
-  if constexpr (kDefer)
-    if (tc > 0) store_done_tile(tc - 1);  // public
   pingpong::end<Traits::kConsumers>(g);
   epilogue::wait_staging_free(wtid % 32);  // shared memory outlives the last stores' reads
 #if DHP_SM90_CYCLE_PROBE

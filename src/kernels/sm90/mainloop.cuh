@@ -92,23 +92,6 @@ inline constexpr bool kTurnExp =
     ((DHP_SM90_TURN_EXP & 1) && Traits::kConsumers == 2 || (DHP_SM90_TURN_EXP & 2) && Traits::kConsumers == 3) &&
     (Traits::kHeadDim == 64 || (DHP_SM90_TURN_EXP & 4));
 
-// Deferred epilogue (DHP_SM90_DEFER_EPILOGUE, a mask of kernels; bit 1:
-// the two-consumer D = 64 kernel, the one with an O buffer of its own): a
-// tile's O and row statistics stay in registers into the next tile, whose
-// after_first_issue normalises, stages and stores them while that tile's
-// first S GEMM runs on the tensor cores; the last tile's after the loop
-// (forward_kernel.cuh). O is zeroed after the hook. Session 17 measured this
-// with O staged in Q (-2 to -5 %): the Q buffer then went back to the
-// producer ~900 cycles later. With the O buffer Q is released at the last S
-// GEMM either way, so only the boundary's shortening is left. The same
-// arithmetic in the same order: the bits do not change.
-#ifndef DHP_SM90_DEFER_EPILOGUE
-#define DHP_SM90_DEFER_EPILOGUE 0
-#endif
-template <typename Traits>
-inline constexpr bool kDeferEpilogue =
-    (DHP_SM90_DEFER_EPILOGUE & 1) != 0 && Traits::kOBuffer && Traits::kConsumers == 2;
-
 // The row max as a tree (softmax.cuh, DHP_SM90_MAX_TREE): by head dim, and
 // not in the secret-length kernels.
 template <typename Traits>
@@ -323,14 +306,8 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       }
   };
 
-  // With the epilogue deferred, O holds the previous tile's until
-  // after_first_issue has stored it.
-  constexpr bool kDefer = kDeferEpilogue<Traits>;
-  auto zero_o = [&] {
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-  };
-  if constexpr (!kDefer) zero_o();
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   timeline::mark(1 + g, 0);
   tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
   timeline::mark(1 + g, 1);
@@ -346,7 +323,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // from a lane-0 broadcast (forward_kernel.cuh).
   if (Traits::kConsumers == 3 && view.m0 + 64 * g >= args.seqlen_q) {
     run_idle_tile<Traits>(view, n_tiles, after_first_issue, before_tail_wait);
-    if constexpr (kDefer) zero_o();
     sm.export_to(out_sm);  // no key seen: l = 0, so O = 0 and lse = -inf (clipped anyway)
     return;
   }
@@ -360,7 +336,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     issue_qk(view.stage(0));
     gemm_turn_pass();
     after_first_issue();
-    if constexpr (kDefer) zero_o();
     wg::wait<0>();
     wg::fence_operands(sacc);
     release_k(view.stage(0), n_tiles == 1);
@@ -446,7 +421,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   } else {  // public: no key tile
     if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // no S GEMM reads it
     after_first_issue();
-    if constexpr (kDefer) zero_o();
     before_tail_wait();
   }
   sm.export_to(out_sm);
