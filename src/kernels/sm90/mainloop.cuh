@@ -255,6 +255,12 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       kernels::block_boundary(static_cast<int32_t>(view.kv0) + n);
       sm.exp_phase(s3, args.scale_log2, alpha);
     } else {
+#if DHP_SM90_HALF_ROWS_PROBE
+      if constexpr (Traits::kConsumers == 1) {
+        sm.weights_first_half(s3, args.scale_log2, alpha);
+        return;
+      }
+#endif
       sm.weights(s3, args.scale_log2, alpha);
     }
   };
@@ -360,6 +366,10 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence_operands(p);
       }
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
+#if DHP_SM90_HALF_ROWS_PROBE
+      if constexpr (Traits::kConsumers == 1 && !kRescaleUnderS) SplitSoftmax<>::rescale_first_half(as_frag<D>(o), alpha);
+      else
+#endif
       if constexpr (!kRescaleUnderS) SplitSoftmax<>::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
       pack_p();
       if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn

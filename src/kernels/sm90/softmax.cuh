@@ -16,6 +16,12 @@
 // FA3-grid rows in a six-round A/B; D = 64 and 256 -0.6 to 0 %, the
 // secret-length D = 128 kernel -1.2 % (docs/perf-log.md, session 16).
 // mainloop.cuh picks it per kernel (kMaxTree).
+// TEST-ONLY (never in a shipped build): the one-consumer kernel computes the
+// softmax of the first row half of each 16-row slab only, to time a tile of
+// 32 rows spread over the four warps (docs/perf-log.md, session 18).
+#ifndef DHP_SM90_HALF_ROWS_PROBE
+#define DHP_SM90_HALF_ROWS_PROBE 0
+#endif
 #ifndef DHP_SM90_MAX_TREE
 #define DHP_SM90_MAX_TREE 2
 #endif
@@ -105,6 +111,24 @@ struct SplitSoftmax {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) row_weights_step(s, hh, scale_log2, used_scaled[hh], alpha);
   }
+
+#if DHP_SM90_HALF_ROWS_PROBE  // TEST-ONLY timing probe (wrong results): the first row half only
+  template <int NT>
+  __device__ __forceinline__ void weights_first_half(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
+    const float used_scaled_here = row_max_step(s, 0, scale_log2, alpha);
+    row_weights_step(s, 0, scale_log2, used_scaled_here, alpha);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) s[0][nt][2] = s[0][nt][3] = 0.0f;
+    alpha[1] = 1.0f;
+  }
+  template <int NTO>
+  __device__ __forceinline__ static void rescale_first_half(float (&o)[1][NTO][4], const float (&alpha)[2]) {
+#pragma unroll
+    for (int dt = 0; dt < NTO; ++dt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) o[0][dt][e] *= alpha[0];
+  }
+#endif
 
   // Unconditional: the same multiplies whether or not the max moved.
   template <int NTO>
