@@ -17,6 +17,12 @@
 // key tile each warpgroup's rows start in, differently at each height.
 // (Written for session 16's trimmed diagonal tile, since removed: it
 // measured within noise; docs/perf-log.md, session 17.)
+//
+// The third covers the half-row tiles (32 rows, one consumer warpgroup,
+// each thread's second row unused; kernel_traits.cuh): without secret
+// lengths a lone sequence with few heads takes them (the first test's
+// dense cases too), the batch 128- or 192-row tiles. Here with H = 2 so
+// that causal sequences past 1024 rows fit the 32-row rule alone.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -81,8 +87,9 @@ Run forward(DType dt, int64_t B, int64_t Sq, int64_t Sk, int64_t H, bool causal,
   return r;
 }
 
-void expect_same_alone_and_in_batch(DType dt, bool causal, Lens mode, int64_t Sq = 600, int64_t Sk = 600) {
-  const int64_t B = 8, H = 4, D = 64, per_seq = Sq * H * D, per_seq_k = Sk * H * D, pos = 5;
+void expect_same_alone_and_in_batch(DType dt, bool causal, Lens mode, int64_t Sq = 600, int64_t Sk = 600,
+                                    int64_t H = 4) {
+  const int64_t B = 8, D = 64, per_seq = Sq * H * D, per_seq_k = Sk * H * D, pos = 5;
   const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -145,6 +152,25 @@ TEST(TileHeights, D64CausalOffsetsMatchAcrossHeightsBitwise) {
     for (const Shape& sh : shapes) {
       SCOPED_TRACE(std::string(dt == DType::kFloat16 ? "fp16 " : "bf16 ") + sh.what);
       expect_same_alone_and_in_batch(dt, true, sh.mode, sh.sq, sh.sk);
+    }
+}
+
+TEST(TileHeights, D64HalfRowTilesMatchOtherHeightsBitwise) {
+  if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  struct Shape {
+    int64_t sq, sk;
+    bool causal;
+    const char* what;
+  };
+  const Shape shapes[] = {{600, 600, false, "non-causal"},
+                          {1000, 777, false, "non-causal S_k < S_q"},
+                          {1100, 1100, true, "causal S_q = S_k"},
+                          {1100, 1300, true, "causal S_k > S_q"},
+                          {1300, 1100, true, "causal S_k < S_q"}};
+  for (DType dt : {DType::kFloat16, DType::kBFloat16})
+    for (const Shape& sh : shapes) {
+      SCOPED_TRACE(std::string(dt == DType::kFloat16 ? "fp16 " : "bf16 ") + sh.what);
+      expect_same_alone_and_in_batch(dt, sh.causal, Lens::kNone, sh.sq, sh.sk, 2);
     }
 }
 

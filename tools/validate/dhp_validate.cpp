@@ -389,7 +389,10 @@ int run_sanitize() {
       // The two-consumer D64 kernel (128-row tiles) with 576 tiles: its O
       // staging buffer, Q buffers released at the last S GEMM and four
       // lengths slots, each reused (kernel_traits.cuh, kOBuffer).
-      {DType::kFloat16, 12, 16, 4, 300, 300, 64, true, LengthMode::kSeparate, true}};
+      {DType::kFloat16, 12, 16, 4, 300, 300, 64, true, LengthMode::kSeparate, true},
+      // The half-row D64 kernel (32-row tiles: Q loaded and O stored in
+      // 8-row boxes, half of each Q buffer never loaded), 90 tiles.
+      {DType::kBFloat16, 1, 6, 3, 470, 500, 64, true, LengthMode::kNone, true}};
   for (const Cfg& c : cfgs) {
     Problem p;
     p.dtype = c.dt; p.batch = c.B; p.heads_q = c.Hq; p.heads_kv = c.Hkv; p.seqlen_q = c.Sq;

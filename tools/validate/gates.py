@@ -43,6 +43,9 @@ GATE1 = [
     # (kernel_traits.cuh, kOBuffer) and the four lengths slots reused.
     ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 600 --head-dim 64 --causal --lengths separate"),
     ("bf16 D64 shared, 192-row tiles", "--dtype bf16 --batch 4 --heads 8 --heads-kv 4 --seqlen 600 --head-dim 64 --lengths shared"),
+    # Without secret lengths a grid that fits in one wave at 32 rows takes
+    # the half-row kernel (kernel_traits.cuh, kHalfRows): value classes.
+    ("fp16 D64 causal none Sq<Sk, 32-row tiles", "--dtype fp16 --batch 1 --heads 4 --heads-kv 2 --seqlen 300 --seqlen-k 400 --head-dim 64 --causal"),
     # D128 non-causal from S_k = 2048 takes 160-key tiles (a kernel of its
     # own); 2100 keys leave a partial last tile.
     ("bf16 D128 shared, 160-key tiles", "--dtype bf16 --batch 1 --heads 2 --seqlen 2100 --head-dim 128 --lengths shared"),
@@ -78,6 +81,9 @@ REPRO = [
     ("fp16 D128 separate, 160-key tiles", "--dtype fp16 --batch 3 --heads 4 --seqlen 2100 --head-dim 128 --lengths separate"),
     # The two-consumer D64 kernel (128-row tiles, O staging buffer), 640 tiles.
     ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 600 --head-dim 64 --causal --lengths separate"),
+    # The half-row kernel alone (B = 1: 32-row tiles), 64 / 128 / 192 rows
+    # in the batch placements.
+    ("bf16 D64 none, 32-row tiles", "--dtype bf16 --batch 1 --heads 8 --seqlen 500 --head-dim 64"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

@@ -18,7 +18,10 @@ namespace dhp::sm80 {
 // acc_o: the warp's O accumulator; first_row: the warp's first query row in
 // the sequence; L_q its (maybe secret) length: rows i >= L_q get o = 0,
 // lse = -inf.
-template <int MT, int NTO>
+// HALVES = 1: only the first of each thread's two rows is a query row (the
+// Hopper kernel's half-row tiles); the second is neither normalised nor
+// written.
+template <int MT, int NTO, int HALVES = 2>
 __device__ __forceinline__ void finalize_rows(float (&acc_o)[MT][NTO][4], const OnlineSoftmax<MT>& sm,
                                               int32_t L_q, float scale_log2, int warp_row0,
                                               int32_t first_row, int32_t seqlen_q, float* lse_rows,
@@ -27,7 +30,7 @@ __device__ __forceinline__ void finalize_rows(float (&acc_o)[MT][NTO][4], const 
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
+    for (int hh = 0; hh < HALVES; ++hh) {
       const float l = quad_allreduce_sum(sm.row_sum[mt][hh]);
       // keep: a real row (i < L_q) that saw at least one key (l != 0). A NaN
       // l is kept so that NaN inputs propagate.

@@ -65,7 +65,8 @@ struct ConsumerView {
         g(g_),
         lane(wtid % 32),
         m0(m0_),
-        first_row(m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
+        first_row(Traits::kHalfRows ? m0_ + 8 * (wtid / 32) + (wtid % 32) / 4  // the slab's first half only
+                                    : m0_ + 64 * g_ + 16 * (wtid / 32) + (wtid % 32) / 4),
         lens_addr(static_cast<uint32_t>(__cvta_generic_to_shared(st_.lens[tile_count % Traits::kLensSlots]))),
         q_buf(tile_count % Traits::kQStages),
         q_base(static_cast<uint32_t>(__cvta_generic_to_shared(st_.q[q_buf])) + 64 * g_ * 128),

@@ -139,7 +139,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // index (kernels/common/opaque.cuh: no register to hold them); with two
     // that would move their arithmetic into the main loop, so they stay.
     const int wtid_here = Traits::kConsumers == 3 ? kernels::opaque_copy(wtid) : wtid;
+    // The warp's first row in the Q buffer (where O is staged) and in the
+    // tile (half-row tiles: 8 rows per warp, kernel_traits.cuh).
     const int warp_row0 = 64 * g + 16 * (wtid_here / 32);
+    const int tile_row0 = Traits::kHalfRows ? 8 * (wtid_here / 32) : warp_row0;
     const ConsumerView<Traits> view(st, args, range, m0, g, wtid_here, kv, tc);
     timeline::tile(1 + g, tc, 1);
     float o[D / 2];
@@ -177,8 +180,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // above overlaps the previous kernel too.
     pdl::wait_for_previous_grid();
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
-    sm80::finalize_rows(as_frag<D>(o), sm, L_q, args.scale_log2, warp_row0, m0 + warp_row0, args.seqlen_q,
-                        args.lse != nullptr ? args.lse + lse_row0 : nullptr, wtid_here % 32);
+    sm80::finalize_rows<1, D / 8, Traits::kHalfRows ? 1 : 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0,
+                                                              m0 + tile_row0, args.seqlen_q,
+                                                              args.lse != nullptr ? args.lse + lse_row0 : nullptr,
+                                                              wtid_here % 32);
     timeline::tile(1 + g, tc, 5);
     constexpr bool kRebuild = Traits::kConsumers == 3;  // likewise the staging address
     if (Traits::kStageOInRing && range.n_end > 0) {  // public
@@ -204,14 +209,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     } else if constexpr (Traits::kOBuffer) {
       // The previous tile's stores from this buffer were issued a tile ago.
       epilogue::wait_staging_free(wtid_here % 32);
-      epilogue::store_rows_tma<T, BM, D, kRebuild>(as_frag<D>(o), st.ostage.o, warp_row0, &tm_o, m0 + warp_row0,
-                                                   tile.head, tile.batch, wtid_here % 32);
+      epilogue::store_rows_tma<T, Traits::kQRows, D, kRebuild>(as_frag<D>(o), st.ostage.o, warp_row0, &tm_o,
+                                                               m0 + tile_row0, tile.head, tile.batch, wtid_here % 32);
       timeline::mark(1 + g, 42);
       timeline::tile(1 + g, tc, 6);
     } else {
       const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
-      epilogue::store_rows_tma<T, BM, D, kRebuild>(as_frag<D>(o), st.q[q_buf_here], warp_row0, &tm_o,
-                                                   m0 + warp_row0, tile.head, tile.batch, wtid_here % 32);
+      epilogue::store_rows_tma<T, Traits::kQRows, D, kRebuild>(as_frag<D>(o), st.q[q_buf_here], warp_row0, &tm_o,
+                                                               m0 + tile_row0, tile.head, tile.batch, wtid_here % 32);
       timeline::mark(1 + g, 42);
       timeline::tile(1 + g, tc, 6);
       if constexpr (Traits::kQStages == 1) {

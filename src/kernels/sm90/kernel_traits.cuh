@@ -79,7 +79,8 @@ struct Sm90Config<256> {
 // NC_: consumer warpgroups (1, 2 or 3). D = 64 is built with all three
 // (launch.cuh picks by shape); the other head dims with 2. BN_: key tile
 // width, Sm90Config's unless launch.cuh picks another by shape (D = 128).
-template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN>
+// HALF_: 32-row tiles (one consumer warpgroup at D = 64, below).
+template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN, bool HALF_ = false>
 struct Sm90Traits {
   using T = T_;
   static constexpr int kHeadDim = D;
@@ -88,13 +89,27 @@ struct Sm90Traits {
   // with three, two warpgroups' GEMMs cover one softmax (FA3's D = 64 shape).
   static constexpr int kConsumers = NC_;
   static constexpr int kConsumerThreads = 128 * kConsumers;
-  static constexpr int kBlockM = 64 * kConsumers;
+  // Rows of a Q buffer: each warpgroup's m64 wgmma operand.
+  static constexpr int kQRows = 64 * kConsumers;
+  // Half-row tiles (kHalfRows): 32 query rows per tile, for grids too small
+  // to fill the GPU (the small call). A thread of an m64 fragment holds two
+  // rows of its warp's 16-row slab, g and g + 8; the tile's 32 rows are the
+  // first halves (Q buffer rows 16w .. 16w + 7 hold tile rows 8w .. 8w + 7,
+  // w = warp), so every warp, and with it every sub-partition's MUFU, still
+  // works, on half the exp2, max and sum work per thread. The tensor work
+  // stays that of 64 rows (the small call uses ~6 % of the tensor pipe).
+  // Each row meets the same instructions in the same order as in a 64-row
+  // tile, so the bits do not depend on the height (TileHeights tests).
+  static constexpr bool kHalfRows = HALF_;
+  static_assert(!HALF_ || (NC_ == 1 && D == 64), "half-row tiles: the one-consumer D = 64 kernel");
+  static constexpr int kBlockM = HALF_ ? 32 : kQRows;  // query rows per tile
   static constexpr int kBlockN = BN_;
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
   static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
-  static constexpr int kQBytes = kBlockM * D * 2;
+  static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
+  static constexpr int kQLoadBytes = kBlockM * D * 2;  // what the copies write into it per tile
   static constexpr int kKVBytes = kBlockN * D * 2;
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K (two
   // consumers); 128 x 32 + 384 x 160 = 64K (three); one consumer has room

@@ -53,15 +53,17 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim;
   CUtensorMap tq, tk, tv, to;
+  // Half-row tiles load Q and store O in 8-row boxes (kernel_traits.cuh).
+  constexpr int kQBox = Traits::kHalfRows ? 8 : Traits::kBlockM, kOBox = Traits::kHalfRows ? 8 : 16;
   if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
-                   Traits::kBlockM) ||
+                   kQBox) ||
       !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
                    Traits::kBlockN) ||
       !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch,
                    Traits::kBlockN) ||
       // O: one warp's 16 rows per store (sm90/epilogue.cuh); rows >= S_q clipped.
       !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
-                   16))
+                   kOBox))
     return cudaErrorNotSupported;
   auto* kernel = &attention_forward_sm90<Traits>;
   constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
@@ -190,12 +192,18 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 //    4 % from 192: docs/perf-log.md, session 14);
 //  * 64 rows (one consumer warpgroup) below S_q = 2048 when 128-row tiles
 //    would leave more than half the SMs idle: a short serial chain per CTA
-//    matters more there than ping-pong (the small configuration, B=1 H=8
-//    S=512: 32 CTAs). docs/perf-log.md has the measurements.
+//    matters more there than ping-pong. docs/perf-log.md has the
+//    measurements.
+//  * 32 rows (one consumer warpgroup, half-row tiles: kernel_traits.cuh)
+//    where even those fit in one wave, without secret lengths: the chain's
+//    softmax halves (the small configuration, B=1 H=8 S=512: 128 CTAs).
 // Every height computes each row with the same instructions in the same
 // order (m64 wgmma per warpgroup, the same key tiles), so the outputs are
 // bitwise the same whichever is taken: batch invariance does not depend on
 // the choice. DHP_SM90_D64_ROWS=64|128|192 forces one (tests, A/B).
+#ifndef DHP_SM90_HALF_ROWS
+#define DHP_SM90_HALF_ROWS 1
+#endif
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   if constexpr (D == 64) {
@@ -204,7 +212,12 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     const int64_t tiles128 = (static_cast<int64_t>(a.seqlen_q) + 127) / 128 * a.heads_q * a.batch;
     if (a.seqlen_q < 2048 && 2 * tiles128 <= sm_count())
       rows = 64;
+    if (rows == 64 && !LENGTHS && DHP_SM90_HALF_ROWS && (static_cast<int64_t>(a.seqlen_q) + 31) / 32 * a.heads_q * a.batch <= sm_count())
+      rows = 32;
     if (rows_env != nullptr) rows = std::atoi(rows_env);
+    if constexpr (!LENGTHS)
+      if (rows == 32) return launch_forward<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, true>>(a, s);
+    if (rows == 32) rows = 64;  // secret lengths: no half-row kernel
     if (rows == 192) return launch_forward<Sm90Traits<T, D, LENGTHS, 3>>(a, s);
     if (rows == 64) return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS, 2>>(a, s);

@@ -188,7 +188,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
                                              sm80::OnlineSoftmax<1>& out_sm, AfterFirstIssue&& after_first_issue,
                                              BeforeTailWait&& before_tail_wait) {
   using T = typename View::T;
-  constexpr int BM = View::BM, BN = View::BN, D = View::D;
+  constexpr int QR = Traits::kQRows, BN = View::BN, D = View::D;
   constexpr DType DT = View::DT;
   // With three consumer warpgroups the other two cover one's softmax, and
   // 160 registers do not hold S, P and O at once: each warpgroup waits for
@@ -229,7 +229,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     const uint64_t dk = desc::advance_lo(dk0, s * kStageBytes);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      MmaSS<DT, BN>::template run<0>(sacc, desc::advance_lo(dq, (kk / 4) * BM * 128 + (kk % 4) * 32),
+      MmaSS<DT, BN>::template run<0>(sacc, desc::advance_lo(dq, (kk / 4) * QR * 128 + (kk % 4) * 32),
                                      desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
     wg::commit();
   };
@@ -244,6 +244,13 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   SplitSoftmax<kMaxTree<Traits>> sm;
   sm.init();
   float alpha[2];
+  // O *= alpha (half-row tiles: the first row of each thread only).
+  auto rescale_o = [&] {
+    if constexpr (Traits::kHalfRows)
+      SplitSoftmax<>::rescale_first_half(as_frag<D>(o), alpha);
+    else
+      SplitSoftmax<>::rescale(as_frag<D>(o), alpha);
+  };
   auto scores_to_p = [&](int32_t n) {
     auto& s3 = as_frag<BN>(sacc);
     view.mask(s3, n);
@@ -255,13 +262,10 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       kernels::block_boundary(static_cast<int32_t>(view.kv0) + n);
       sm.exp_phase(s3, args.scale_log2, alpha);
     } else {
-#if DHP_SM90_HALF_ROWS_PROBE
-      if constexpr (Traits::kConsumers == 1) {
+      if constexpr (Traits::kHalfRows)
         sm.weights_first_half(s3, args.scale_log2, alpha);
-        return;
-      }
-#endif
-      sm.weights(s3, args.scale_log2, alpha);
+      else
+        sm.weights(s3, args.scale_log2, alpha);
     }
   };
   // Releases of a ring slot's K half (after the S GEMM that reads it) and of
@@ -366,11 +370,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence_operands(p);
       }
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
-#if DHP_SM90_HALF_ROWS_PROBE
-      if constexpr (Traits::kConsumers == 1 && !kRescaleUnderS) SplitSoftmax<>::rescale_first_half(as_frag<D>(o), alpha);
-      else
-#endif
-      if constexpr (!kRescaleUnderS) SplitSoftmax<>::rescale(as_frag<D>(o), alpha);  // O = 0 at it = 1: harmless
+      if constexpr (!kRescaleUnderS) rescale_o();  // O = 0 at it = 1: harmless
       pack_p();
       if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn
     };
@@ -389,7 +389,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       wg::fence();
       issue_qk(s);  // S(it)
       if constexpr (kRescaleUnderS) {  // O *= alpha(it-1) while S(it) runs; P(it-2)·V(it-2) has completed
-        SplitSoftmax<>::rescale(as_frag<D>(o), alpha);
+        rescale_o();
         wg::fence_operands(o);
         wg::fence();
       }
@@ -411,7 +411,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       if constexpr (!kIntraOverlap) finish_tile(it + 1);
     }
     if constexpr (kIntraOverlap) finish_tile(n_tiles);
-    if constexpr (kRescaleUnderS) SplitSoftmax<>::rescale(as_frag<D>(o), alpha);  // no S GEMM left to hide it under
+    if constexpr (kRescaleUnderS) rescale_o();  // no S GEMM left to hide it under
     // Tail: P·V of the last tile.
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);

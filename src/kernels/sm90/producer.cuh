@@ -92,11 +92,21 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
           st.lens[tc % Traits::kLensSlots][0] = L_q;
           st.lens[tc % Traits::kLensSlots][1] = L_k;
         }
-        tma::arrive_expect_bytes(&st.q_full[b], Traits::kQBytes);
+        tma::arrive_expect_bytes(&st.q_full[b], Traits::kQLoadBytes);
         timeline::mark(0, 42);
+        constexpr int QR = Traits::kQRows;
+        if constexpr (Traits::kHalfRows) {
+          // Tile rows 8i .. 8i + 7 into buffer rows 16i .. 16i + 7 (8-row
+          // boxes: the tensor map's, launch.cuh); rows 16i + 8 .. 16i + 15
+          // are never loaded, and their scores never used.
 #pragma unroll
-        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-          tma::load_4d(st.q[b] + cb * BM * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
+          for (int i = 0; i < 4; ++i)
+            tma::load_4d(st.q[b] + 16 * i * 128, tm_q, 0, m0 + 8 * i, tile.head, tile.batch, &st.q_full[b]);
+        } else {
+#pragma unroll
+          for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+            tma::load_4d(st.q[b] + cb * QR * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
+        }
       }
       timeline::mark(0, 1);
       timeline::tile(0, tc, 2);

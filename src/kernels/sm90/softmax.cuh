@@ -16,12 +16,6 @@
 // FA3-grid rows in a six-round A/B; D = 64 and 256 -0.6 to 0 %, the
 // secret-length D = 128 kernel -1.2 % (docs/perf-log.md, session 16).
 // mainloop.cuh picks it per kernel (kMaxTree).
-// TEST-ONLY (never in a shipped build): the one-consumer kernel computes the
-// softmax of the first row half of each 16-row slab only, to time a tile of
-// 32 rows spread over the four warps (docs/perf-log.md, session 18).
-#ifndef DHP_SM90_HALF_ROWS_PROBE
-#define DHP_SM90_HALF_ROWS_PROBE 0
-#endif
 #ifndef DHP_SM90_MAX_TREE
 #define DHP_SM90_MAX_TREE 2
 #endif
@@ -112,7 +106,10 @@ struct SplitSoftmax {
     for (int hh = 0; hh < 2; ++hh) row_weights_step(s, hh, scale_log2, used_scaled[hh], alpha);
   }
 
-#if DHP_SM90_HALF_ROWS_PROBE  // TEST-ONLY timing probe (wrong results): the first row half only
+  // Half-row tiles (kernel_traits.cuh, kHalfRows): only the first row of
+  // the thread's two holds a query row; the second's weights are 0 (its
+  // scores, from unloaded Q rows, are never read) and its O never rescaled
+  // or stored. The first row's arithmetic is weights()'s, op for op.
   template <int NT>
   __device__ __forceinline__ void weights_first_half(float (&s)[1][NT][4], float scale_log2, float (&alpha)[2]) {
     const float used_scaled_here = row_max_step(s, 0, scale_log2, alpha);
@@ -128,7 +125,6 @@ struct SplitSoftmax {
 #pragma unroll
       for (int e = 0; e < 2; ++e) o[0][dt][e] *= alpha[0];
   }
-#endif
 
   // Unconditional: the same multiplies whether or not the max moved.
   template <int NTO>
