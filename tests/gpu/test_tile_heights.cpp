@@ -1,11 +1,12 @@
 // Batch invariance across tile heights (threat model G5): at D = 64 the
 // Hopper launcher picks the tile height from the public shape -- a single
-// short sequence gets 64-row tiles (one consumer warpgroup), a batch of them
+// short sequence gets 32- or 64-row tiles (one consumer warpgroup), a batch of them
 // 128- or 192-row tiles (two or three warpgroups taking turns). Every height
 // must give the same bits for a sequence, so that its output does not
 // depend on its batch neighbours (launch.cuh: each row is computed by the
 // same instructions in the same order at every height). Here one sequence
-// runs alone (B = 1, H = 4, S = 600: 64-row tiles) and at position 5 of a
+// runs alone (B = 1, H = 4, S = 600: 32-row half-row tiles without secret
+// lengths, 64-row tiles with them) and at position 5 of a
 // batch of 8 (128-row tiles causal, 192 otherwise), with fresh random
 // inputs, a partial last key tile and secret lengths; o and lse must match
 // bit for bit. With DHP_SM90_D64_ROWS set (one height forced) and on other
@@ -22,7 +23,9 @@
 // each thread's second row unused; kernel_traits.cuh): without secret
 // lengths a lone sequence with few heads takes them (the first test's
 // dense cases too), the batch 128- or 192-row tiles. Here with H = 2 so
-// that causal sequences past 1024 rows fit the 32-row rule alone.
+// that causal sequences past 1024 rows fit the 32-row rule alone; and one
+// dense non-causal sequence with H = 4, S = 1100 (140 tiles of 32 rows: more
+// than the SMs, so alone it takes the dense 64-row kernel) against 192.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -158,19 +161,20 @@ TEST(TileHeights, D64CausalOffsetsMatchAcrossHeightsBitwise) {
 TEST(TileHeights, D64HalfRowTilesMatchOtherHeightsBitwise) {
   if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
   struct Shape {
-    int64_t sq, sk;
+    int64_t sq, sk, h;
     bool causal;
     const char* what;
   };
-  const Shape shapes[] = {{600, 600, false, "non-causal"},
-                          {1000, 777, false, "non-causal S_k < S_q"},
-                          {1100, 1100, true, "causal S_q = S_k"},
-                          {1100, 1300, true, "causal S_k > S_q"},
-                          {1300, 1100, true, "causal S_k < S_q"}};
+  const Shape shapes[] = {{600, 600, 2, false, "non-causal"},
+                          {1000, 777, 2, false, "non-causal S_k < S_q"},
+                          {1100, 1100, 2, true, "causal S_q = S_k"},
+                          {1100, 1300, 2, true, "causal S_k > S_q"},
+                          {1300, 1100, 2, true, "causal S_k < S_q"},
+                          {1100, 1100, 4, false, "non-causal, 64-row tiles alone"}};
   for (DType dt : {DType::kFloat16, DType::kBFloat16})
     for (const Shape& sh : shapes) {
       SCOPED_TRACE(std::string(dt == DType::kFloat16 ? "fp16 " : "bf16 ") + sh.what);
-      expect_same_alone_and_in_batch(dt, sh.causal, Lens::kNone, sh.sq, sh.sk, 2);
+      expect_same_alone_and_in_batch(dt, sh.causal, Lens::kNone, sh.sq, sh.sk, sh.h);
     }
 }
 

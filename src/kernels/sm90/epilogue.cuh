@@ -3,7 +3,8 @@
 // column-block layout TMA uses (wgmma.cuh, sw128_offset), and from there to
 // global memory with one TMA store per 64-column block and warp.
 //
-// Why TMA stores: one instruction per 16 x 64 box replaces a per-thread loop
+// Why TMA stores: one instruction per 16 x 64 box (8 x 64 for half-row
+// tiles) replaces a per-thread loop
 // of shared loads, 16-byte global stores and their address arithmetic, and
 // the row guard (row < S_q) becomes the copy engine's clipping at the
 // tensor map's public extent: rows at or past S_q are never written, without
@@ -35,7 +36,9 @@ __device__ __forceinline__ void wait_staging_free(int lane) {
 }
 
 // Stages this warp's 16 rows of O (fp32 accumulator, wgmma fragment as
-// [1][D/8][4]) as T and stores them at rows row0.. of (head, batch).
+// [1][D/8][4]) as T and stores them at rows row0.. of (head, batch): as
+// many rows per store as the O map's box (16; 8 with half-row tiles, whose
+// warps hold 8 real rows, the first of each 8 x 8 pair: launch.cuh).
 // stage: the staging tile in shared memory (BM rows, D / 64 column blocks
 // of BM x 128 B, 1024-byte aligned); warp_row0: the warp's first row in it
 // (a multiple of 16, so each lane's row % 8 is its own and the swizzle is

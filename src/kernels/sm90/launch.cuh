@@ -61,7 +61,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
                    Traits::kBlockN) ||
       !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch,
                    Traits::kBlockN) ||
-      // O: one warp's 16 rows per store (sm90/epilogue.cuh); rows >= S_q clipped.
+      // O: one warp's 16 rows per store (8 with half-row tiles; sm90/epilogue.cuh); rows >= S_q clipped.
       !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
                    kOBox))
     return cudaErrorNotSupported;
@@ -182,7 +182,7 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
   return err;
 }
 
-// D = 64 has three tile heights, chosen from the public shape:
+// D = 64 has four tile heights, chosen from the public shape:
 //  * 192 query rows (three consumer warpgroups: two warpgroups' GEMMs cover
 //    one softmax) where S_q > 2048, and without causal masking from
 //    S_q = 512 up (since the Q double buffer: +7 % at S512, +9 % at S1024);
@@ -200,7 +200,8 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // Every height computes each row with the same instructions in the same
 // order (m64 wgmma per warpgroup, the same key tiles), so the outputs are
 // bitwise the same whichever is taken: batch invariance does not depend on
-// the choice. DHP_SM90_D64_ROWS=64|128|192 forces one (tests, A/B).
+// the choice. DHP_SM90_D64_ROWS=32|64|128|192 forces one (tests, A/B; 32
+// falls back to 64 with secret lengths).
 #ifndef DHP_SM90_HALF_ROWS
 #define DHP_SM90_HALF_ROWS 1
 #endif

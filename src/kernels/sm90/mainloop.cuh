@@ -200,6 +200,9 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   auto gemm_turn_wait = [&] { if constexpr (!kTurnExp) pingpong::wait_turn<Traits::kConsumers>(view.g); };
   auto gemm_turn_pass = [&] { if constexpr (!kTurnExp) pingpong::pass_turn<Traits::kConsumers>(view.g); };
   constexpr bool kIntraOverlap = kIntraOverlapFor<Traits> && !kSerial;  // P live during the softmax
+  // The turn's max / exp phases work on both of a thread's rows; half-row
+  // tiles must never read the second (threat-model.md).
+  static_assert(!(Traits::kHalfRows && kTurnExp), "half-row tiles take no exp2 turn");
   constexpr bool kRescaleUnderS =
       (DHP_SM90_RESCALE_UNDER_S & kRescaleUnderSBit<Traits>) != 0 && !kIntraOverlap;
   auto& st = view.st;
