@@ -28,15 +28,17 @@ struct RowLimits {
 
 // s[mt][nt][e]: accumulator fragment of a score tile; the thread's column
 // for element e of n-tile nt is col0 + nt*8 + (e & 1), its row half e >> 1.
-// Invisible scores become -inf (zero weight after exp2).
-template <int MT, int NT>
+// Invisible scores become -inf (zero weight after exp2). HALVES = 1: only
+// the first row half holds query rows (the Hopper kernel's half-row tiles,
+// whose second half is never read), so only it is masked.
+template <int MT, int NT, int HALVES = 2>
 __device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0,
                                             const RowLimits<MT>& rows) {
   const int32_t last_rel = rows.key_last - col0, diag_rel = rows.diag - col0;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
+    for (int hh = 0; hh < HALVES; ++hh) {
       // Visible iff (column offset) <= rel: compares against immediates.
       const int32_t rel = ct::ct_min(last_rel, diag_rel + mt * 16 + hh * 8);
       // One visibility word per 16 column blocks (R2P + FSEL per element

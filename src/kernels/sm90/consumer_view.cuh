@@ -86,7 +86,7 @@ struct ConsumerView {
     if (Traits::kHasLengths || range.needs_mask(args, n, m0)) {  // public unless kHasLengths
       sm80::RowLimits<1> rows;
       rows.init(first_row, L_q, L_k, args.causal != 0);
-      sm80::mask_scores(s3, n * Traits::kBlockN + 2 * (lane % 4), rows);
+      sm80::mask_scores<1, NT, Traits::kHalfRows ? 1 : 2>(s3, n * Traits::kBlockN + 2 * (lane % 4), rows);
     }
   }
 };

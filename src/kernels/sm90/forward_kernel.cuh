@@ -46,6 +46,16 @@ __device__ __forceinline__ void consumer_warpgroup_sync(int g) {
     asm volatile("bar.sync 7, 128;\n" ::: "memory");
 }
 
+// Where a tile's O is staged for its TMA store when not in the ring: the O
+// buffer (kernel_traits.cuh, kOBuffer) or the tile's own Q buffer.
+template <typename Traits>
+__device__ __forceinline__ uint8_t* o_staging(SharedStorage<Traits>& st, int q_buf) {
+  if constexpr (Traits::kOBuffer)
+    return st.ostage.o;
+  else
+    return st.q[q_buf];
+}
+
 #if DHP_SM90_CYCLE_PROBE
 __device__ __forceinline__ uint64_t globaltimer_ns() {
   uint64_t t;
@@ -206,17 +216,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       timeline::tile(1 + g, tc, 6);
       epilogue::wait_staging_free(wtid % 32);
       tma::arrive(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
-    } else if constexpr (Traits::kOBuffer) {
-      // The previous tile's stores from this buffer were issued a tile ago.
-      epilogue::wait_staging_free(wtid_here % 32);
-      epilogue::store_rows_tma<T, Traits::kQRows, D, kRebuild>(as_frag<D>(o), st.ostage.o, warp_row0, &tm_o,
-                                                               m0 + tile_row0, tile.head, tile.batch, wtid_here % 32);
-      timeline::mark(1 + g, 42);
-      timeline::tile(1 + g, tc, 6);
     } else {
       const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
-      epilogue::store_rows_tma<T, Traits::kQRows, D, kRebuild>(as_frag<D>(o), st.q[q_buf_here], warp_row0, &tm_o,
-                                                               m0 + tile_row0, tile.head, tile.batch, wtid_here % 32);
+      // An O buffer's previous stores (the last tile's) were issued a tile ago.
+      if constexpr (Traits::kOBuffer) epilogue::wait_staging_free(wtid_here % 32);
+      epilogue::store_rows_tma<T, Traits::kQRows, D, kRebuild>(as_frag<D>(o), o_staging(st, q_buf_here), warp_row0,
+                                                               &tm_o, m0 + tile_row0, tile.head, tile.batch,
+                                                               wtid_here % 32);
       timeline::mark(1 + g, 42);
       timeline::tile(1 + g, tc, 6);
       if constexpr (Traits::kQStages == 1) {

@@ -16,6 +16,11 @@
 #include "kernels/sm90/schedule_cache.hpp"
 #include "kernels/sm90/tensor_map.hpp"
 
+// DHP_SM90_HALF_ROWS=0 keeps D = 64 from the half-row tiles (A/B; launch_by_shape).
+#ifndef DHP_SM90_HALF_ROWS
+#define DHP_SM90_HALF_ROWS 1
+#endif
+
 namespace dhp::sm90 {
 
 // A [B, S, H, D] tensor (any strides, d contiguous) as a TMA tensor map with
@@ -48,6 +53,11 @@ inline int sm_count() {
   return count;
 }
 
+// Query tiles of `rows` rows over the whole problem (public shape).
+inline int64_t query_tiles(const kernels::ForwardArgs& a, int rows) {
+  return (static_cast<int64_t>(a.seqlen_q) + rows - 1) / rows * a.heads_q * a.batch;
+}
+
 template <typename Traits>
 cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream) {
   using T = typename Traits::T;
@@ -74,7 +84,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
   // The schedule counts tiles in int32 (public shape; checked here).
-  const int64_t tiles = (static_cast<int64_t>(a.seqlen_q) + Traits::kBlockM - 1) / Traits::kBlockM * a.heads_q * a.batch;
+  const int64_t tiles = query_tiles(a, Traits::kBlockM);
   if (tiles > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
   // Experiment knobs (public): DHP_SM90_GRID=tiles launches one CTA per tile
   // (not persistent); DHP_SM90_ORDER=0|1|2|3 picks the TileOrder.
@@ -202,19 +212,13 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // bitwise the same whichever is taken: batch invariance does not depend on
 // the choice. DHP_SM90_D64_ROWS=32|64|128|192 forces one (tests, A/B; 32
 // falls back to 64 with secret lengths).
-#ifndef DHP_SM90_HALF_ROWS
-#define DHP_SM90_HALF_ROWS 1
-#endif
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
     int rows = a.seqlen_q > 2048 || (!a.causal && a.seqlen_q >= 512) ? 192 : 128;
-    const int64_t tiles128 = (static_cast<int64_t>(a.seqlen_q) + 127) / 128 * a.heads_q * a.batch;
-    if (a.seqlen_q < 2048 && 2 * tiles128 <= sm_count())
-      rows = 64;
-    if (rows == 64 && !LENGTHS && DHP_SM90_HALF_ROWS && (static_cast<int64_t>(a.seqlen_q) + 31) / 32 * a.heads_q * a.batch <= sm_count())
-      rows = 32;
+    if (a.seqlen_q < 2048 && 2 * query_tiles(a, 128) <= sm_count()) rows = 64;
+    if (rows == 64 && !LENGTHS && DHP_SM90_HALF_ROWS && query_tiles(a, 32) <= sm_count()) rows = 32;
     if (rows_env != nullptr) rows = std::atoi(rows_env);
     if constexpr (!LENGTHS)
       if (rows == 32) return launch_forward<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, true>>(a, s);
