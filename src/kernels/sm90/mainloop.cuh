@@ -124,6 +124,23 @@ __device__ __forceinline__ void end(int g) {
 }
 }  // namespace pingpong
 
+// Releases a K or V ring slot (its empty barrier `bar`). Kernels that
+// multicast K/V (kMulticastKV): both CTAs of the cluster refill the slot, so
+// lane r of each consumer warp arrives on the slot's barrier in CTA r
+// (kRingArrivals per CTA each), after the warp's own wgmma wait or staging
+// read, which all its lanes have passed. Otherwise every consumer thread
+// arrives on its own CTA's.
+template <typename Traits>
+__device__ __forceinline__ void release_slot(uint64_t* bar) {
+  if constexpr (Traits::kMulticastKV) {
+    // Public: lane index and the launch's cluster size (1 or 2).
+    const uint32_t lane = threadIdx.x % 32, ranks = cluster::size();
+    cluster::arrive_at_if(bar, lane & (ranks - 1), lane < ranks);
+  } else {
+    tma::arrive(bar);
+  }
+}
+
 // Named barriers 8 and 9 (256 threads: one warpgroup arrives, the other
 // syncs): with O staged in the ring (Traits::kStageOInRing), "warpgroup 1
 // no longer reads the last K slot" and "warpgroup 0 no longer reads the
@@ -159,14 +176,14 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
   pingpong::wait_turn<NC>(view.g);
   pingpong::pass_turn<NC>(view.g);
   after_first_issue();
-  tma::arrive(&st.k_empty[view.stage(0)]);
+  release_slot<Traits>(&st.k_empty[view.stage(0)]);
   for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
     tma::wait<true>(&st.k_full[view.stage(it)], view.parity(it));
     tma::wait<true>(&st.v_full[view.stage(it - 1)], view.parity(it - 1));
     pingpong::wait_turn<NC>(view.g);
     pingpong::pass_turn<NC>(view.g);
-    tma::arrive(&st.k_empty[view.stage(it)]);
-    tma::arrive(&st.v_empty[view.stage(it - 1)]);
+    release_slot<Traits>(&st.k_empty[view.stage(it)]);
+    release_slot<Traits>(&st.v_empty[view.stage(it - 1)]);
   }
   if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // as after a last S GEMM
   tma::wait<true>(&st.v_full[view.stage(n_tiles - 1)], view.parity(n_tiles - 1));
@@ -175,7 +192,7 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
     pingpong::pass_turn<NC>(view.g);
   }
   before_tail_wait();
-  tma::arrive(&st.v_empty[view.stage(n_tiles - 1)]);
+  release_slot<Traits>(&st.v_empty[view.stage(n_tiles - 1)]);
 }
 
 // One tile of a consumer warpgroup. Two callables run where this warpgroup
@@ -285,23 +302,23 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     if constexpr (Traits::kStageOInRing) {
       if (last) {  // public
         if (g == 1) {  // public: warpgroup index
-          tma::arrive(&st.k_empty[s]);
+          release_slot<Traits>(&st.k_empty[s]);
           ring_handoff::k_free_arrive();
         }
         return;
       }
     }
-    tma::arrive(&st.k_empty[s]);
+    release_slot<Traits>(&st.k_empty[s]);
   };
   auto release_last_v = [&](int s) {
     if constexpr (Traits::kStageOInRing) {
       if (g == 0) {  // public: warpgroup index
-        tma::arrive(&st.v_empty[s]);
+        release_slot<Traits>(&st.v_empty[s]);
         ring_handoff::v_free_arrive();
       }
       return;
     }
-    tma::arrive(&st.v_empty[s]);
+    release_slot<Traits>(&st.v_empty[s]);
   };
   auto pack_p = [&] {
 #pragma unroll
@@ -372,7 +389,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence_operands(o);
         wg::fence_operands(p);
       }
-      if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
+      if (it > 1) release_slot<Traits>(&st.v_empty[view.stage(it - 2)]);  // public predicate
       if constexpr (!kRescaleUnderS) rescale_o();  // O = 0 at it = 1: harmless
       pack_p();
       if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn

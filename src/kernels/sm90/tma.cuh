@@ -72,6 +72,16 @@ __device__ __forceinline__ void load_4d(void* smem_dst, const void* tensor_map, 
                                   bar);
 }
 
+// The same copy multicast to the CTAs of this cluster in `cta_mask`: the
+// box lands at the same shared-memory offset in each, and each CTA's
+// barrier at `bar`'s offset counts its bytes (the cluster vocabulary is below).
+__device__ __forceinline__ void load_4d_multicast(void* smem_dst, const void* tensor_map, int32_t c0, int32_t c1,
+                                                  int32_t c2, int32_t c3, uint64_t* bar, uint16_t cta_mask) {
+  const int32_t coords[4] = {c0, c1, c2, c3};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem_dst, tensor_map, coords,
+                                  bar, cta_mask);
+}
+
 // 4-D tile copy shared -> global (the epilogue's O). Rows outside the
 // tensor's public extent are not written: the copy engine clips the box, so
 // no bounds branch is needed. The source must have been written through the
@@ -94,6 +104,40 @@ __device__ __forceinline__ void store_wait_read() {
 __device__ __forceinline__ void fence_generic_to_async() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
 
 }  // namespace dhp::sm90::tma
+
+namespace dhp::sm90::cluster {
+// Thread block clusters (kernels with kMulticastKV: two CTAs share each
+// K/V tile, kernel_traits.cuh). Rank and size are launch configuration:
+// public. A launch without a cluster attribute is a cluster of one.
+__device__ __forceinline__ uint32_t rank() { return cuda::ptx::get_sreg_cluster_ctarank(); }
+__device__ __forceinline__ uint32_t size() { return cuda::ptx::get_sreg_cluster_nctarank(); }
+// Every thread of the cluster that has not exited: arrive (release), then
+// wait for all the others (acquire).
+__device__ __forceinline__ void sync() {
+  cuda::ptx::barrier_cluster_arrive();
+  cuda::ptx::barrier_cluster_wait();
+}
+// If `pred`: arrives (release, cluster scope) on the mbarrier at `bar`'s
+// offset in the shared memory of CTA `cta` of this cluster (mapa: the same
+// offset in that CTA's window). One asm block, so that the address is
+// computed unconditionally and only the arrival is predicated: a predicated
+// address computation is a guarded register write, which dhp-audit reads
+// as joining the register's old (possibly secret) value. Inline PTX, as
+// this CCCL has no mapa wrapper. `cta` must be a rank of the cluster.
+__device__ __forceinline__ void arrive_at_if(uint64_t* bar, uint32_t cta, bool pred) {
+  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{\n"
+      "  .reg .pred p;\n"
+      "  .reg .b32 remote;\n"
+      "  setp.ne.b32 p, %2, 0;\n"
+      "  mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "  @p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(local),
+      "r"(cta), "r"(static_cast<uint32_t>(pred))
+      : "memory");
+}
+}  // namespace dhp::sm90::cluster
 
 namespace dhp::sm90::pdl {
 // Programmatic dependent launch (griddepcontrol). wait: blocks until the
