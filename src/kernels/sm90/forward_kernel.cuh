@@ -101,15 +101,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
       tma::barrier_init(&st.v_full[s], 1);
-      tma::barrier_init(&st.k_empty[s], Traits::kRingArrivals * ranks);  // release_slot, mainloop.cuh
-      tma::barrier_init(&st.v_empty[s], Traits::kRingArrivals * ranks);
+      tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads * ranks);  // release_slot, mainloop.cuh
+      tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads * ranks);
     }
     tma::barrier_init_fence();
   }
   __syncthreads();
   // Multicast kernels: no copy into, and no arrival on, another CTA's
   // barriers before that CTA has initialised them.
-  if constexpr (Traits::kMulticastKV) cluster::sync();
+  if constexpr (Traits::kMulticastKV) cluster::sync</*RELAXED=*/true>();
   // Programmatic dependent launch (launch.cuh): the set-up above may overlap
   // the previous kernel in the stream; no thread touches global memory
   // before that kernel has completed and its writes are visible: each role

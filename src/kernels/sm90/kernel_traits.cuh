@@ -123,12 +123,10 @@ struct Sm90Traits {
   // of a cluster take two query blocks of one head (scheduler.cuh) and each
   // loads half of every K and V tile's column blocks, multicast into both:
   // L2 reads halve. A ring slot is then refilled only once the consumers of
-  // both CTAs have released it: one arrival per consumer warp on the slot's
-  // barrier in each CTA of the cluster (kRingArrivals per CTA). The cluster
+  // both CTAs have released it (mainloop.cuh, release_slot). The cluster
   // size (1 or 2) is the launch's (launch.cuh), read at run time.
   static constexpr bool kMulticastKV =
       (DHP_SM90_MULTICAST & head_dim_bit(D)) != 0 && !HALF_ && kColBlocks % 2 == 0;
-  static constexpr int kRingArrivals = kMulticastKV ? kConsumerThreads / 32 : kConsumerThreads;
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K (two
   // consumers); 128 x 32 + 384 x 160 = 64K (three); one consumer has room
   // to spare (64-row tiles for grids that would not fill the GPU).

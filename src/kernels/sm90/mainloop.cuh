@@ -124,21 +124,19 @@ __device__ __forceinline__ void end(int g) {
 }
 }  // namespace pingpong
 
-// Releases a K or V ring slot (its empty barrier `bar`). Kernels that
-// multicast K/V (kMulticastKV): both CTAs of the cluster refill the slot, so
-// lane r of each consumer warp arrives on the slot's barrier in CTA r
-// (kRingArrivals per CTA each), after the warp's own wgmma wait or staging
-// read, which all its lanes have passed. Otherwise every consumer thread
-// arrives on its own CTA's.
+// Releases a K or V ring slot (its empty barrier `bar`): every consumer
+// thread arrives on its own CTA's. Kernels that multicast K/V
+// (kMulticastKV) in a cluster of two: the other CTA's producer refills the
+// slot too, so every consumer thread also arrives on the slot's barrier
+// there (both barriers count 2 x kConsumerThreads). Every thread, not one
+// lane per warp: a lane-predicated arrival made the warps diverge and
+// reconverge before the next wgmma, twice per key tile (-3 to -5 % at
+// D256, session 19).
 template <typename Traits>
 __device__ __forceinline__ void release_slot(uint64_t* bar) {
-  if constexpr (Traits::kMulticastKV) {
-    // Public: lane index and the launch's cluster size (1 or 2).
-    const uint32_t lane = threadIdx.x % 32, ranks = cluster::size();
-    cluster::arrive_at_if(bar, lane & (ranks - 1), lane < ranks);
-  } else {
-    tma::arrive(bar);
-  }
+  tma::arrive(bar);
+  if constexpr (Traits::kMulticastKV)
+    if (cluster::size() == 2) cluster::arrive_at(bar, cluster::rank() ^ 1);  // public: the launch's cluster
 }
 
 // Named barriers 8 and 9 (256 threads: one warpgroup arrives, the other

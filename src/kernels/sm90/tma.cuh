@@ -112,30 +112,32 @@ namespace dhp::sm90::cluster {
 __device__ __forceinline__ uint32_t rank() { return cuda::ptx::get_sreg_cluster_ctarank(); }
 __device__ __forceinline__ uint32_t size() { return cuda::ptx::get_sreg_cluster_nctarank(); }
 // Every thread of the cluster that has not exited: arrive (release), then
-// wait for all the others (acquire).
+// wait for all the others (acquire). RELAXED: the arrival orders nothing
+// (after barrier_init_fence, whose release at cluster scope already
+// publishes the barriers' initialisation: the start of the kernel), which
+// spares the MEMBAR.ALL.GPU that the release arrival compiles to.
+template <bool RELAXED = false>
 __device__ __forceinline__ void sync() {
-  cuda::ptx::barrier_cluster_arrive();
+  if constexpr (RELAXED)
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
+  else
+    cuda::ptx::barrier_cluster_arrive();
   cuda::ptx::barrier_cluster_wait();
 }
-// If `pred`: arrives (release, cluster scope) on the mbarrier at `bar`'s
-// offset in the shared memory of CTA `cta` of this cluster (mapa: the same
-// offset in that CTA's window). One asm block, so that the address is
-// computed unconditionally and only the arrival is predicated: a predicated
-// address computation is a guarded register write, which dhp-audit reads
-// as joining the register's old (possibly secret) value. Inline PTX, as
-// this CCCL has no mapa wrapper. `cta` must be a rank of the cluster.
-__device__ __forceinline__ void arrive_at_if(uint64_t* bar, uint32_t cta, bool pred) {
+// Arrives on the mbarrier at `bar`'s offset in the shared memory of CTA
+// `cta` of this cluster (mapa: the same offset in that CTA's window).
+// Default semantics (release at CTA scope), as CUTLASS's cluster barriers:
+// what the arrival publishes is that this thread's wgmma reads of a ring
+// slot (or its warp's TMA store's) are complete, which their own waits
+// already ensure; `.release.cluster` compiled to MEMBAR.ALL.GPU + ERRBAR +
+// CGAERRBAR before every arrival (D256 17 % slower, session 19). Inline
+// PTX, as this CCCL has no mapa wrapper. `cta` must be a rank of the
+// cluster.
+__device__ __forceinline__ void arrive_at(uint64_t* bar, uint32_t cta) {
   const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
-  asm volatile(
-      "{\n"
-      "  .reg .pred p;\n"
-      "  .reg .b32 remote;\n"
-      "  setp.ne.b32 p, %2, 0;\n"
-      "  mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "  @p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(local),
-      "r"(cta), "r"(static_cast<uint32_t>(pred))
-      : "memory");
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 }  // namespace dhp::sm90::cluster
 
