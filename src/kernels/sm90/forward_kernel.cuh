@@ -101,8 +101,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
       tma::barrier_init(&st.v_full[s], 1);
-      tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads * ranks);  // release_slot, mainloop.cuh
-      tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads * ranks);
+      tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads * (Traits::kMulticastKV ? 2 : 1));  // release_slot
+      tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads * (Traits::kMulticastKV ? 2 : 1));
     }
     tma::barrier_init_fence();
   }

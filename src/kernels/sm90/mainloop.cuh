@@ -135,8 +135,8 @@ __device__ __forceinline__ void end(int g) {
 template <typename Traits>
 __device__ __forceinline__ void release_slot(uint64_t* bar) {
   tma::arrive(bar);
-  if constexpr (Traits::kMulticastKV)
-    if (cluster::size() == 2) cluster::arrive_at(bar, cluster::rank() ^ 1);  // public: the launch's cluster
+  // The other CTA of a pair, or (cluster of one) this CTA again: no branch.
+  if constexpr (Traits::kMulticastKV) cluster::arrive_at(bar, (cluster::rank() ^ 1) & (cluster::size() - 1));
 }
 
 // Named barriers 8 and 9 (256 threads: one warpgroup arrives, the other
