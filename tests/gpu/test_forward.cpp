@@ -76,9 +76,8 @@ std::vector<Case> all_cases() {
   // have no key tile (O staged in Q as before) beside tiles that do.
   cs.push_back(make(kBF16, 6, 700, 250, 8, 4, 256, false));
   cs.push_back(make(kF16, 8, 600, 100, 4, 2, 256, true));
-  // D = 256 non-causal with an even block count per head: clusters of two
-  // CTAs multicast K/V (kernel_traits.cuh kMulticastKV), here over two
-  // rounds of the grid, with secret lengths, GQA and a partial key tile.
+  // D = 256 non-causal over two rounds of the grid, with secret lengths,
+  // GQA and a partial key tile (O staged in the ring, lengths slots reused).
   cs.push_back(make(kF16, 8, 512, 300, 8, 2, 256, false, Lengths::kSeparate));
   // Batch 8 and GQA ratios 1, 4, 8.
   cs.push_back(make(kF16, 8, 257, 257, 8, 8, 128, false));

@@ -78,10 +78,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
 
   const int tid = threadIdx.x, wg_index = tid / 128;
-  // Multicast kernels: the cluster's CTAs share each K/V tile (kernel_traits.cuh).
-  const int32_t ranks = Traits::kMulticastKV ? static_cast<int32_t>(cluster::size()) : 1;
-  const TileScheduler<BM, Traits::kMulticastKV> sched(args, ranks,
-                                                      Traits::kMulticastKV ? static_cast<int32_t>(cluster::rank()) : 0);
+  const TileScheduler<BM> sched(args);
 
   timeline::mark(3, 0);  // TEST-ONLY probe (no code by default): kernel entry
   timeline::cta_time(0);
@@ -101,15 +98,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
       tma::barrier_init(&st.v_full[s], 1);
-      tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads * (Traits::kMulticastKV ? 2 : 1));  // release_slot
-      tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads * (Traits::kMulticastKV ? 2 : 1));
+      tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads);
+      tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads);
     }
     tma::barrier_init_fence();
   }
   __syncthreads();
-  // Multicast kernels: no copy into, and no arrival on, another CTA's
-  // barriers before that CTA has initialised them.
-  if constexpr (Traits::kMulticastKV) cluster::sync</*RELAXED=*/true>();
   // Programmatic dependent launch (launch.cuh): the set-up above may overlap
   // the previous kernel in the stream; no thread touches global memory
   // before that kernel has completed and its writes are visible: each role
@@ -221,7 +215,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       timeline::mark(1 + g, 42);
       timeline::tile(1 + g, tc, 6);
       epilogue::wait_staging_free(wtid % 32);
-      release_slot<Traits>(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
+      tma::arrive(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
     } else {
       const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
       // An O buffer's previous stores (the last tile's) were issued a tile ago.
@@ -245,10 +239,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   pingpong::end<Traits::kConsumers>(g);
   epilogue::wait_staging_free(wtid % 32);  // shared memory outlives the last stores' reads
-  // Multicast kernels: this CTA's shared memory also outlives the other's
-  // last arrivals on its ring barriers (the cluster barrier waits for every
-  // thread of the cluster that has not exited: both CTAs' consumers).
-  if constexpr (Traits::kMulticastKV) cluster::sync();
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)
   // first two key lengths so that the analysis can tell the classes apart.

@@ -29,11 +29,6 @@
 #ifndef DHP_SM90_O_IN_RING
 #define DHP_SM90_O_IN_RING 1
 #endif
-// K/V tiles shared by the two CTAs of a cluster through TMA multicast
-// (kMulticastKV below), a mask by head dim (head_dim_bit): D = 256.
-#ifndef DHP_SM90_MULTICAST
-#define DHP_SM90_MULTICAST 4
-#endif
 // A shared-memory buffer of its own for the O staging (DHP_SM90_O_BUFFER,
 // a mask of the D = 64 kernels, where two Q buffers and it fit: 1 / 2 / 4
 // the one- / two- / three-consumer kernel), so that a tile's Q buffer goes
@@ -116,17 +111,6 @@ struct Sm90Traits {
   static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
   static constexpr int kQLoadBytes = kBlockM * D * 2;  // what the copies write into it per tile
   static constexpr int kKVBytes = kBlockN * D * 2;
-  // K/V multicast (DHP_SM90_MULTICAST): at D = 256 each CTA reads 80 KB of
-  // K/V from L2 per key tile for 10.5 MFLOP, ≈ 5.5 TB/s over the GPU at
-  // 700 TFLOP/s -- what L2 delivers: a probe that loaded half of each tile
-  // ran D256 10-16 % faster (docs/perf-log.md, session 19). So the two CTAs
-  // of a cluster take two query blocks of one head (scheduler.cuh) and each
-  // loads half of every K and V tile's column blocks, multicast into both:
-  // L2 reads halve. A ring slot is then refilled only once the consumers of
-  // both CTAs have released it (mainloop.cuh, release_slot). The cluster
-  // size (1 or 2) is the launch's (launch.cuh), read at run time.
-  static constexpr bool kMulticastKV =
-      (DHP_SM90_MULTICAST & head_dim_bit(D)) != 0 && !HALF_ && kColBlocks % 2 == 0;
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K (two
   // consumers); 128 x 32 + 384 x 160 = 64K (three); one consumer has room
   // to spare (64-row tiles for grids that would not fill the GPU).

@@ -21,12 +21,6 @@
 #define DHP_SM90_HALF_ROWS 1
 #endif
 
-// DHP_SM90_CLUSTER_LAUNCH=0: multicast kernels launched in clusters of one
-// (A/B; kernel_traits.cuh kMulticastKV).
-#ifndef DHP_SM90_CLUSTER_LAUNCH
-#define DHP_SM90_CLUSTER_LAUNCH 1
-#endif
-
 namespace dhp::sm90 {
 
 // A [B, S, H, D] tensor (any strides, d contiguous) as a TMA tensor map with
@@ -102,41 +96,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   const int grid_cap = grid_env != nullptr && !one_per_tile && std::atoi(grid_env) > 0
                            ? std::min(std::atoi(grid_env), sms)
                            : sms;
-  // K/V multicast (kernel_traits.cuh, kMulticastKV): clusters of two CTAs
-  // on two query blocks of one head, where every cluster then has two real
-  // blocks (an even block count per head) with the same key tiles (no
-  // causal masking); otherwise clusters of one, in which the same kernel
-  // loads whole tiles. Persistent as below, with as many clusters as fit
-  // at once (pairs of SMs of one GPC: cudaOccupancyMaxActiveClusters,
-  // cached per device). DHP_SM90_CLUSTER=0 turns it off (A/B).
-  static const char* cluster_env = std::getenv("DHP_SM90_CLUSTER");
-  const int64_t m_blocks = (static_cast<int64_t>(a.seqlen_q) + Traits::kBlockM - 1) / Traits::kBlockM;
-  const bool clustered = Traits::kMulticastKV && DHP_SM90_CLUSTER_LAUNCH != 0 && !one_per_tile && !a.causal &&
-                         m_blocks % 2 == 0 && (cluster_env == nullptr || std::strcmp(cluster_env, "0") != 0);
-  cudaLaunchAttribute attr[2];
-  int n_attr = 0;
-  int grid = static_cast<int>(tiles < grid_cap || one_per_tile ? tiles : grid_cap);
-  if (clustered) {
-    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
-    attr[n_attr].val.clusterDim.x = 2, attr[n_attr].val.clusterDim.y = 1, attr[n_attr].val.clusterDim.z = 1;
-    ++n_attr;
-    static thread_local int clusters_device = -1, clusters = 0;
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) return cudaErrorInvalidDevice;
-    if (device != clusters_device) {
-      cudaLaunchConfig_t probe = {};
-      probe.gridDim = dim3(2 * sms);
-      probe.blockDim = dim3(Traits::kThreads);
-      probe.dynamicSmemBytes = kSmem;
-      probe.attrs = attr;
-      probe.numAttrs = 1;
-      if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &probe) != cudaSuccess || clusters <= 0)
-        return cudaErrorNotSupported;
-      clusters_device = device;
-    }
-    grid = 2 * static_cast<int>(std::min<int64_t>(tiles / 2, std::min(clusters, grid_cap / 2)));
-    if (grid <= 0) return cudaErrorNotSupported;
-  }
+  const int grid = static_cast<int>(tiles < grid_cap || one_per_tile ? tiles : grid_cap);
   // tile_of(r + 1) reaches (r + 2) * grid: with one CTA per tile, 2 * tiles.
   if (one_per_tile && tiles > (INT32_MAX - 1024) / 2) return cudaErrorNotSupported;
   // Each CTA counts the key tiles it has consumed in 32 bits (the ring
@@ -153,7 +113,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
     order_cached = choose_tile_order<Traits::kBlockM, Traits::kBlockN>(a, grid);
     std::copy(key, key + 7, order_key);
   }
-  args.tile_order = order_env != nullptr ? std::atoi(order_env) % 4 : clustered ? kHeadMajor : order_cached;
+  args.tile_order = order_env != nullptr ? std::atoi(order_env) % 4 : order_cached;
   // Causal tiles weigh unequally, and the snake deal leaves the busiest CTA
   // 1.03-1.08x the mean (the call ends with it): a balanced static schedule
   // (scheduler.cuh, balanced_schedule; per-CTA lists from the public shape,
@@ -166,7 +126,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
   args.schedule = nullptr;
-  if (a.causal && !clustered && tiles > grid && order_env == nullptr && table_mode != 0 &&
+  if (a.causal && tiles > grid && order_env == nullptr && table_mode != 0 &&
       (a.seqlen_q >= 2048 || table_mode == 2) && tiles * key_tiles <= (int64_t{1} << 30)) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, a.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
@@ -188,18 +148,16 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   // the kernel waits (griddepcontrol.wait) before its first global access.
   // DHP_SM90_PDL=0 launches without it (A/B).
   static const char* pdl_env = std::getenv("DHP_SM90_PDL");
-  if (pdl_env == nullptr || std::strcmp(pdl_env, "0") != 0) {
-    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
-    ++n_attr;
-  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(Traits::kThreads);
   config.dynamicSmemBytes = kSmem;
   config.stream = stream;
   config.attrs = attr;
-  config.numAttrs = n_attr;
+  config.numAttrs = pdl_env != nullptr && std::strcmp(pdl_env, "0") == 0 ? 0 : 1;
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv, to);
   timeline::after_launch(stream);  // TEST-ONLY probe builds; nothing otherwise
   return err;

@@ -124,21 +124,6 @@ __device__ __forceinline__ void end(int g) {
 }
 }  // namespace pingpong
 
-// Releases a K or V ring slot (its empty barrier `bar`): every consumer
-// thread arrives on its own CTA's. Kernels that multicast K/V
-// (kMulticastKV) in a cluster of two: the other CTA's producer refills the
-// slot too, so every consumer thread also arrives on the slot's barrier
-// there (both barriers count 2 x kConsumerThreads). Every thread, not one
-// lane per warp: a lane-predicated arrival made the warps diverge and
-// reconverge before the next wgmma, twice per key tile (-3 to -5 % at
-// D256, session 19).
-template <typename Traits>
-__device__ __forceinline__ void release_slot(uint64_t* bar) {
-  tma::arrive(bar);
-  // The other CTA of a pair, or (cluster of one) this CTA again: no branch.
-  if constexpr (Traits::kMulticastKV) cluster::arrive_at(bar, (cluster::rank() ^ 1) & (cluster::size() - 1));
-}
-
 // Named barriers 8 and 9 (256 threads: one warpgroup arrives, the other
 // syncs): with O staged in the ring (Traits::kStageOInRing), "warpgroup 1
 // no longer reads the last K slot" and "warpgroup 0 no longer reads the
@@ -174,14 +159,14 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
   pingpong::wait_turn<NC>(view.g);
   pingpong::pass_turn<NC>(view.g);
   after_first_issue();
-  release_slot<Traits>(&st.k_empty[view.stage(0)]);
+  tma::arrive(&st.k_empty[view.stage(0)]);
   for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
     tma::wait<true>(&st.k_full[view.stage(it)], view.parity(it));
     tma::wait<true>(&st.v_full[view.stage(it - 1)], view.parity(it - 1));
     pingpong::wait_turn<NC>(view.g);
     pingpong::pass_turn<NC>(view.g);
-    release_slot<Traits>(&st.k_empty[view.stage(it)]);
-    release_slot<Traits>(&st.v_empty[view.stage(it - 1)]);
+    tma::arrive(&st.k_empty[view.stage(it)]);
+    tma::arrive(&st.v_empty[view.stage(it - 1)]);
   }
   if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // as after a last S GEMM
   tma::wait<true>(&st.v_full[view.stage(n_tiles - 1)], view.parity(n_tiles - 1));
@@ -190,7 +175,7 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
     pingpong::pass_turn<NC>(view.g);
   }
   before_tail_wait();
-  release_slot<Traits>(&st.v_empty[view.stage(n_tiles - 1)]);
+  tma::arrive(&st.v_empty[view.stage(n_tiles - 1)]);
 }
 
 // One tile of a consumer warpgroup. Two callables run where this warpgroup
@@ -300,23 +285,23 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     if constexpr (Traits::kStageOInRing) {
       if (last) {  // public
         if (g == 1) {  // public: warpgroup index
-          release_slot<Traits>(&st.k_empty[s]);
+          tma::arrive(&st.k_empty[s]);
           ring_handoff::k_free_arrive();
         }
         return;
       }
     }
-    release_slot<Traits>(&st.k_empty[s]);
+    tma::arrive(&st.k_empty[s]);
   };
   auto release_last_v = [&](int s) {
     if constexpr (Traits::kStageOInRing) {
       if (g == 0) {  // public: warpgroup index
-        release_slot<Traits>(&st.v_empty[s]);
+        tma::arrive(&st.v_empty[s]);
         ring_handoff::v_free_arrive();
       }
       return;
     }
-    release_slot<Traits>(&st.v_empty[s]);
+    tma::arrive(&st.v_empty[s]);
   };
   auto pack_p = [&] {
 #pragma unroll
@@ -387,7 +372,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence_operands(o);
         wg::fence_operands(p);
       }
-      if (it > 1) release_slot<Traits>(&st.v_empty[view.stage(it - 2)]);  // public predicate
+      if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
       if constexpr (!kRescaleUnderS) rescale_o();  // O = 0 at it = 1: harmless
       pack_p();
       if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn

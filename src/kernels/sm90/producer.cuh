@@ -45,7 +45,7 @@ inline constexpr bool kWarpWaits = (DHP_SM90_PRODUCER_WARP_WAITS & head_dim_bit(
 
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
-                                             const TileScheduler<Traits::kBlockM, Traits::kMulticastKV>& sched, const void* tm_q,
+                                             const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
                                              const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
   uint32_t kv = 0, tc = 0;
@@ -112,27 +112,8 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       timeline::tile(0, tc, 2);
     }
     // One K or V tile into its ring slot once the consumers have released it.
-    // Multicast kernels in a cluster of two: this CTA loads its half of the
-    // column blocks into both CTAs (the other CTA the other half), and its
-    // barrier expects the whole tile; the empty wait covers both CTAs'
-    // consumers (release_slot). The other CTA's bytes may land before this
-    // arrive_expect: the barrier's transaction count may go below zero
-    // within a phase, and the phase cannot complete before this arrival.
-    const uint32_t ranks = static_cast<uint32_t>(sched.ranks);
     auto load_kv = [&](uint8_t* dst, const void* map, uint64_t* empty, uint64_t* full, uint32_t phase, int32_t n) {
       tma::wait<true>(empty, phase ^ 1);
-      if (Traits::kMulticastKV && ranks == 2) {  // public: the launch's cluster size
-        if (issues) {
-          tma::arrive_expect_bytes(full, Traits::kKVBytes);
-          constexpr int kHalf = Traits::kColBlocks / 2;
-          const int cb0 = sched.rank * kHalf;
-#pragma unroll
-          for (int i = 0; i < kHalf; ++i)
-            tma::load_4d_multicast(dst + (cb0 + i) * BN * 128, map, (cb0 + i) * 64, n * BN, head_kv, tile.batch, full,
-                                   0x3);
-        }
-        return;
-      }
       if (issues) {
         tma::arrive_expect_bytes(full, Traits::kKVBytes);
 #pragma unroll

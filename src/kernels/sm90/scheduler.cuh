@@ -38,29 +38,18 @@ struct Tile {
 
 enum TileOrder : int32_t { kHeadMajor = 0, kHeadMajorHeavyFirst = 1, kHeavyFirst = 2, kPartialLast = 3 };
 
-// CLUSTERED (kernels that multicast K/V, kernel_traits.cuh kMulticastKV):
-// the `ranks` CTAs of a cluster (1 or 2, the launch's cluster size) take
-// query blocks ranks*u .. ranks*u + ranks-1 of one (batch, head) -- the same
-// key tiles, in the same order -- so the deal is over such units, one per
-// cluster: m_blocks counts units, and scheduled_tile() gives each CTA its
-// own block of the unit. A block at or past S_q (odd block counts) is
-// computed on zero-filled Q and stores nothing (clipped by the maps, lse by
-// the row check); the launcher avoids such shapes (launch.cuh).
-template <int BM, bool CLUSTERED = false>
+template <int BM>
 struct TileScheduler {
   int32_t m_blocks, heads, total;
   int32_t order;
   const int32_t* schedule;  // balanced_schedule's lists, or null (public)
-  int32_t ranks, rank;      // CLUSTERED: cluster size and this CTA's rank (public)
 
-  __host__ __device__ explicit TileScheduler(const kernels::ForwardArgs& a, int32_t ranks_ = 1, int32_t rank_ = 0)
-      : m_blocks(static_cast<int32_t>((a.seqlen_q + BM * ranks_ - 1) / (BM * ranks_))),
+  __host__ __device__ explicit TileScheduler(const kernels::ForwardArgs& a)
+      : m_blocks(static_cast<int32_t>((a.seqlen_q + BM - 1) / BM)),
         heads(static_cast<int32_t>(a.heads_q)),
         total(m_blocks * heads * static_cast<int32_t>(a.batch)),
         order(a.tile_order),
-        schedule(a.schedule),
-        ranks(ranks_),
-        rank(rank_) {}
+        schedule(a.schedule) {}
 
   // The snake deal: in round r, CTA c takes position snake(r, c, G) of the
   // round; the map is its own inverse (position -> CTA), which the host's
@@ -73,10 +62,6 @@ struct TileScheduler {
   // read-only path): the r-th entry of this CTA's list, `total` past its
   // end. Without: the snake deal, which grows with r.
   __device__ __forceinline__ int32_t tile_of(int32_t r) const {
-    if constexpr (CLUSTERED) {  // one unit per cluster; no lists (launch.cuh)
-      const int32_t units = static_cast<int32_t>(gridDim.x) / ranks;
-      return r * units + snake(r, static_cast<int32_t>(blockIdx.x) / ranks, units);
-    }
     const int32_t grid = static_cast<int32_t>(gridDim.x);
     if (schedule != nullptr) {  // public
       const int32_t begin = __ldg(schedule + blockIdx.x), end = __ldg(schedule + blockIdx.x + 1);
@@ -114,13 +99,12 @@ struct ScheduledTile {
   Tile tile{};
   int32_t head_kv = 0, n_end = 0;
 };
-template <int BM, int BN, bool CLUSTERED>
+template <int BM, int BN>
 __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardArgs& args,
-                                                        const TileScheduler<BM, CLUSTERED>& sched, int32_t r) {
+                                                        const TileScheduler<BM>& sched, int32_t r) {
   ScheduledTile p;
   p.t = sched.tile_of(r);
   p.tile = sched.decode(p.t);
-  if constexpr (CLUSTERED) p.tile.m_block = p.tile.m_block * sched.ranks + sched.rank;  // this CTA's block of the unit
   p.head_kv = p.tile.head / args.kv_group;
   p.n_end = sm80::KeyTileRange<BM, BN>(args, p.tile.m_block * BM).n_end;
   return p;

@@ -72,16 +72,6 @@ __device__ __forceinline__ void load_4d(void* smem_dst, const void* tensor_map, 
                                   bar);
 }
 
-// The same copy multicast to the CTAs of this cluster in `cta_mask`: the
-// box lands at the same shared-memory offset in each, and each CTA's
-// barrier at `bar`'s offset counts its bytes (the cluster vocabulary is below).
-__device__ __forceinline__ void load_4d_multicast(void* smem_dst, const void* tensor_map, int32_t c0, int32_t c1,
-                                                  int32_t c2, int32_t c3, uint64_t* bar, uint16_t cta_mask) {
-  const int32_t coords[4] = {c0, c1, c2, c3};
-  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem_dst, tensor_map, coords,
-                                  bar, cta_mask);
-}
-
 // 4-D tile copy shared -> global (the epilogue's O). Rows outside the
 // tensor's public extent are not written: the copy engine clips the box, so
 // no bounds branch is needed. The source must have been written through the
@@ -104,42 +94,6 @@ __device__ __forceinline__ void store_wait_read() {
 __device__ __forceinline__ void fence_generic_to_async() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
 
 }  // namespace dhp::sm90::tma
-
-namespace dhp::sm90::cluster {
-// Thread block clusters (kernels with kMulticastKV: two CTAs share each
-// K/V tile, kernel_traits.cuh). Rank and size are launch configuration:
-// public. A launch without a cluster attribute is a cluster of one.
-__device__ __forceinline__ uint32_t rank() { return cuda::ptx::get_sreg_cluster_ctarank(); }
-__device__ __forceinline__ uint32_t size() { return cuda::ptx::get_sreg_cluster_nctarank(); }
-// Every thread of the cluster that has not exited: arrive (release), then
-// wait for all the others (acquire). RELAXED: the arrival orders nothing
-// (after barrier_init_fence, whose release at cluster scope already
-// publishes the barriers' initialisation: the start of the kernel), which
-// spares the MEMBAR.ALL.GPU that the release arrival compiles to.
-template <bool RELAXED = false>
-__device__ __forceinline__ void sync() {
-  if constexpr (RELAXED)
-    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
-  else
-    cuda::ptx::barrier_cluster_arrive();
-  cuda::ptx::barrier_cluster_wait();
-}
-// Arrives on the mbarrier at `bar`'s offset in the shared memory of CTA
-// `cta` of this cluster (mapa: the same offset in that CTA's window).
-// Default semantics (release at CTA scope), as CUTLASS's cluster barriers:
-// what the arrival publishes is that this thread's wgmma reads of a ring
-// slot (or its warp's TMA store's) are complete, which their own waits
-// already ensure; `.release.cluster` compiled to MEMBAR.ALL.GPU + ERRBAR +
-// CGAERRBAR before every arrival (D256 17 % slower, session 19). Inline
-// PTX, as this CCCL has no mapa wrapper. `cta` must be a rank of the
-// cluster.
-__device__ __forceinline__ void arrive_at(uint64_t* bar, uint32_t cta) {
-  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-}
-}  // namespace dhp::sm90::cluster
 
 namespace dhp::sm90::pdl {
 // Programmatic dependent launch (griddepcontrol). wait: blocks until the
