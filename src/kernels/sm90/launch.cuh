@@ -96,18 +96,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   const int grid_cap = grid_env != nullptr && !one_per_tile && std::atoi(grid_env) > 0
                            ? std::min(std::atoi(grid_env), sms)
                            : sms;
-  int grid = static_cast<int>(tiles < grid_cap || one_per_tile ? tiles : grid_cap);
-  // Without causal masking (tiles of equal weight) the call lasts as many
-  // rounds as the busiest CTA runs tiles, ceil(tiles / grid); the smallest
-  // grid with that many rounds gives every CTA the same count and leaves
-  // the remaining SMs idle for the whole call instead of for its last
-  // round (session 19, docs/perf-log.md). Public shape only.
-  // DHP_SM90_GRID_TRIM=0 keeps the full grid (A/B).
-  static const char* trim_env = std::getenv("DHP_SM90_GRID_TRIM");
-  if (!a.causal && !one_per_tile && tiles > grid && (trim_env == nullptr || std::strcmp(trim_env, "0") != 0)) {
-    const int64_t full_rounds = (tiles + grid - 1) / grid;
-    grid = static_cast<int>((tiles + full_rounds - 1) / full_rounds);
-  }
+  const int grid = static_cast<int>(tiles < grid_cap || one_per_tile ? tiles : grid_cap);
   // tile_of(r + 1) reaches (r + 2) * grid: with one CTA per tile, 2 * tiles.
   if (one_per_tile && tiles > (INT32_MAX - 1024) / 2) return cudaErrorNotSupported;
   // Each CTA counts the key tiles it has consumed in 32 bits (the ring
