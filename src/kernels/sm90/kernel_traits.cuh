@@ -29,12 +29,6 @@
 #ifndef DHP_SM90_O_IN_RING
 #define DHP_SM90_O_IN_RING 1
 #endif
-// Secret key lengths: V rows at or past L_k zeroed in shared memory by the
-// producer warpgroup's idle warps (kZeroVInSmem below) instead of in a
-// scrubbed copy of V; a mask by head dim (head_dim_bit).
-#ifndef DHP_SM90_V_ZERO_IN_SMEM
-#define DHP_SM90_V_ZERO_IN_SMEM 0
-#endif
 // A shared-memory buffer of its own for the O staging (DHP_SM90_O_BUFFER,
 // a mask of the D = 64 kernels, where two Q buffers and it fit: 1 / 2 / 4
 // the one- / two- / three-consumer kernel), so that a tile's Q buffer goes
@@ -153,25 +147,9 @@ struct Sm90Traits {
   // Lengths slots, by tile count: the producer writes tile t's when it
   // loads t's Q, which an early Q release lets it do two tiles ahead.
   static constexpr int kLensSlots = kOBuffer ? 4 : 2;
-  // Secret key lengths: the padding of V (rows at or past L_k, NaN
-  // included) must never meet a zero weight in P·V (0 * NaN = NaN). With
-  // kZeroVInSmem, warps 1-3 of the producer warpgroup (otherwise idle) zero
-  // those rows of each V tile in shared memory once it has landed, by a
-  // select over every row, and release it to the consumers on v_ready;
-  // else the launcher zeroes them in a copy of V (padding_scrub.hpp), which
-  // costs a read and a write of V in global memory before the kernel.
-  static constexpr bool kZeroVInSmem = HAS_LENGTHS_ && (DHP_SM90_V_ZERO_IN_SMEM & head_dim_bit(D)) != 0;
   // Where O is not staged in Q (the ring, or an O buffer), each consumer
   // thread releases the tile's Q buffer at its last S GEMM.
   static constexpr bool kQFreeAtLastS = kStageOInRing || kOBuffer;
-};
-
-// v_ready[s]: "V tile s zeroed past L_k" (kZeroVInSmem), else nothing.
-template <typename Traits, bool = Traits::kZeroVInSmem>
-struct VReady {};
-template <typename Traits>
-struct VReady<Traits, true> {
-  uint64_t ready[Traits::kStages];
 };
 
 template <typename Traits, bool = Traits::kOBuffer>
@@ -193,18 +171,6 @@ struct SharedStorage {
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
   int32_t lens[Traits::kLensSlots][2];  // per tile count: L_q, L_k (secret; clamped)
   OStaging<Traits> ostage;                // empty unless Traits::kOBuffer
-  VReady<Traits> vr;                      // empty unless Traits::kZeroVInSmem
 };
-
-// The barrier a consumer waits on before its P·V reads V tile s: v_ready
-// where the producer's warps zero V's padding in place, else the TMA's
-// v_full.
-template <typename Traits>
-__device__ __forceinline__ uint64_t* v_landed(SharedStorage<Traits>& st, int s) {
-  if constexpr (Traits::kZeroVInSmem)
-    return &st.vr.ready[s];
-  else
-    return &st.v_full[s];
-}
 
 }  // namespace dhp::sm90

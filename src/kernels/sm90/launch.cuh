@@ -173,7 +173,7 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
   // cudaErrorNotSupported, and the dispatcher runs the portable kernel
   // (which zeroes them in its own tiles).
   void* scratch = nullptr;
-  if (Traits::kHasLengths && !Traits::kZeroVInSmem && a.lens_k != nullptr) {  // kZeroVInSmem: in the kernel
+  if (Traits::kHasLengths && a.lens_k != nullptr) {
     // The copy kernel counts (batch, kv head) pairs in int32 (public).
     if (static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;
     scratch = scratch_alloc(padded_v_bytes(a, D), stream);

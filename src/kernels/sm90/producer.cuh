@@ -8,7 +8,6 @@
 
 #include <cstdint>
 
-#include "kernels/common/ct.cuh"
 #include "kernels/common/lengths.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
@@ -43,29 +42,6 @@ namespace dhp::sm90 {
 #endif
 template <int D>
 inline constexpr bool kWarpWaits = (DHP_SM90_PRODUCER_WARP_WAITS & head_dim_bit(D)) != 0;
-
-// kZeroVInSmem (kernel_traits.cuh): thread t of warps 1-3 zeroes every
-// 96th 16-byte chunk of a landed V tile whose key is at or past L_k, by a
-// mask over every chunk (each is loaded and stored back, kept or zeroed),
-// so the accesses and their count are the same for every length. Chunk i
-// lies in row (i / 8) % BN of its 64-column block: the 128-byte swizzle
-// moves chunks within a row only.
-template <typename Traits>
-__device__ __forceinline__ void zero_v_padding(uint8_t* tile, int32_t key0, int32_t L_k, int t) {
-  constexpr int BN = Traits::kBlockN, kChunks = Traits::kKVBytes / 16;
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-#pragma unroll 4
-  for (int i = t; i < kChunks; i += 96) {  // public trip count
-    uint32_t x0, x1, x2, x3;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                 : "r"(base + 16 * i));
-    const ct::Mask keep = ct::ct_mask_lt(key0 + (i / 8) % BN, L_k);  // secret L_k: a select
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(x0 & keep), "r"(x1 & keep),
-                 "r"(x2 & keep), "r"(x3 & keep)
-                 : "memory");
-  }
-}
 
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
@@ -145,12 +121,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
           tma::load_4d(dst + cb * BN * 128, map, cb * 64, n * BN, head_kv, tile.batch, full);
       }
     };
-    // kZeroVInSmem: warps 1-3 zero V's padding in each landed V tile.
-    int32_t L_k_zero = 0;
-    if constexpr (Traits::kZeroVInSmem) {
-      int32_t L_q_unused = 0;
-      if (ptid >= 32) kernels::load_lengths(args, tile.batch, L_q_unused, L_k_zero);  // public: warp index
-    }
     for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
       const int s = kv % S;
       const uint32_t phase = (kv / S) & 1;
@@ -162,14 +132,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);
         timeline::mark(0, 3 + 2 * it);
         if (it == n_end - 1) timeline::tile(0, tc, 4);
-      }
-      if constexpr (Traits::kZeroVInSmem) {
-        if (ptid >= 32) {  // public: warp index
-          tma::wait<true>(&st.v_full[s], phase);
-          zero_v_padding<Traits>(st.v[s], n * BN, L_k_zero, ptid - 32);
-          tma::fence_generic_to_async();  // the consumers' wgmma read it through the async proxy
-          tma::arrive(&st.vr.ready[s]);
-        }
       }
     }
     ++tc;
