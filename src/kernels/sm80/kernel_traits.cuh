@@ -21,6 +21,12 @@ template <bool L>
 struct Sm80Config<128, L> {
   static constexpr int kBlockM = 128, kBlockN = 32, kWarps = 4, kMinBlocksPerSM = 2;
 };
+#ifdef DHP_SM80_D128L
+template <>
+struct Sm80Config<128, true> {
+  static constexpr int kBlockM = DHP_SM80_D128L_M, kBlockN = DHP_SM80_D128L_N, kWarps = DHP_SM80_D128L_W, kMinBlocksPerSM = DHP_SM80_D128L_B;
+};
+#endif
 template <bool L>
 struct Sm80Config<256, L> {
   static constexpr int kBlockM = 128, kBlockN = 64, kWarps = 8, kMinBlocksPerSM = 1;
