@@ -18,58 +18,43 @@ namespace dhp::sm90 {
 namespace {
 
 constexpr int kThreads = 256;
-// Rows per thread: their loads are all issued before the first store, so
-// that each SM has enough bytes in flight to keep DRAM busy (one row per
-// thread reached 76 % of the H100's peak; docs/perf-log.md, session 19).
-constexpr int kRowsPerThread = 4;
 
-// One 16-byte chunk (8 elements) per thread and row: block (x, y) copies
-// kRowsPerThread * rows_per_block rows of sequence positions for (batch, kv
-// head) pairs y, y + gridDim.y, ...  Every bound is public; the row's
-// visibility only masks the value stored.
+// One 16-byte chunk (8 elements) per thread and step: block (x, y) copies
+// rows_per_block rows of sequence positions for (batch, kv head) pairs
+// y, y + gridDim.y, ...  Every bound is public; the row's visibility only
+// masks the value stored.
 __global__ void __launch_bounds__(kThreads) scrub_v_padding(const __grid_constant__ kernels::ForwardArgs args,
                                                             int32_t chunks_per_row, uint4* __restrict__ dst) {
   const int32_t rows_per_block = kThreads / chunks_per_row;
   const int32_t c = static_cast<int32_t>(threadIdx.x) % chunks_per_row;
-  const int32_t s0 = static_cast<int32_t>(blockIdx.x) * rows_per_block * kRowsPerThread +
-                     static_cast<int32_t>(threadIdx.x) / chunks_per_row;
+  const int32_t s = static_cast<int32_t>(blockIdx.x) * rows_per_block + static_cast<int32_t>(threadIdx.x) / chunks_per_row;
+  if (s >= args.seqlen_k) return;  // public: past the padded length
   const int32_t pairs = args.batch * args.heads_kv;
   for (int32_t bh = blockIdx.y; bh < pairs; bh += gridDim.y) {  // public trip count
     const int32_t b = bh / args.heads_kv, h = bh % args.heads_kv;
     int32_t L_q = 0, L_k = 0;
     kernels::load_lengths(args, b, L_q, L_k);
-    uint4 x[kRowsPerThread];
-#pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) {
-      const int32_t s = s0 + j * rows_per_block;
-      if (s < args.seqlen_k) {  // public: past the padded length
-        const uint16_t* src = static_cast<const uint16_t*>(args.v) + b * args.v_stride_batch +
-                              static_cast<int64_t>(s) * args.v_stride_seq + h * args.v_stride_head + c * 8;
-        asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(x[j].x), "=r"(x[j].y), "=r"(x[j].z), "=r"(x[j].w)
-                     : "l"(src));
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) {
-      const int32_t s = s0 + j * rows_per_block;
-      if (s >= args.seqlen_k) continue;  // public
-      const ct::Mask keep = ct::ct_mask_lt(s, L_k);
+    const uint16_t* src = static_cast<const uint16_t*>(args.v) + b * args.v_stride_batch +
+                          static_cast<int64_t>(s) * args.v_stride_seq + h * args.v_stride_head + c * 8;
+    uint4 x;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+                 : "l"(src));
+    const ct::Mask keep = ct::ct_mask_lt(s, L_k);
 #if DHP_SCRUB_FILL  // TEST-ONLY timing diagnostic: padding gets a finite public pattern, not zeros
-      uint32_t hs = static_cast<uint32_t>(s) * 0x9E3779B1u + static_cast<uint32_t>(c) * 0x85EBCA77u;
-      uint32_t pat[4];
-      for (int i = 0; i < 4; ++i) {
-        hs ^= hs >> 15, hs *= 0x2C1B3C6Du, hs ^= hs >> 12;
-        pat[i] = hs & 0xBBFFBBFFu;  // clears an exponent bit in each 16-bit half: finite, |x| < 1
-      }
-      x[j].x = (x[j].x & keep) | (pat[0] & ~keep), x[j].y = (x[j].y & keep) | (pat[1] & ~keep);
-      x[j].z = (x[j].z & keep) | (pat[2] & ~keep), x[j].w = (x[j].w & keep) | (pat[3] & ~keep);
-#else
-      x[j].x &= keep, x[j].y &= keep, x[j].z &= keep, x[j].w &= keep;
-#endif
-      const int64_t row = (static_cast<int64_t>(b) * args.seqlen_k + s) * args.heads_kv + h;
-      dst[row * chunks_per_row + c] = x[j];
+    uint32_t hs = static_cast<uint32_t>(s) * 0x9E3779B1u + static_cast<uint32_t>(c) * 0x85EBCA77u;
+    uint32_t pat[4];
+    for (int i = 0; i < 4; ++i) {
+      hs ^= hs >> 15, hs *= 0x2C1B3C6Du, hs ^= hs >> 12;
+      pat[i] = hs & 0xBBFFBBFFu;  // clears an exponent bit in each 16-bit half: finite, |x| < 1
     }
+    x.x = (x.x & keep) | (pat[0] & ~keep), x.y = (x.y & keep) | (pat[1] & ~keep);
+    x.z = (x.z & keep) | (pat[2] & ~keep), x.w = (x.w & keep) | (pat[3] & ~keep);
+#else
+    x.x &= keep, x.y &= keep, x.z &= keep, x.w &= keep;
+#endif
+    const int64_t row = (static_cast<int64_t>(b) * args.seqlen_k + s) * args.heads_kv + h;
+    dst[row * chunks_per_row + c] = x;
   }
 }
 
@@ -79,8 +64,7 @@ cudaError_t launch_padding_scrub(const kernels::ForwardArgs& a, int head_dim, vo
   const int32_t chunks_per_row = head_dim / 8;
   const int32_t rows_per_block = kThreads / chunks_per_row;
   const int64_t pairs = static_cast<int64_t>(a.batch) * a.heads_kv;
-  const int32_t rows_per_grid_x = rows_per_block * kRowsPerThread;
-  const dim3 grid(static_cast<unsigned>((a.seqlen_k + rows_per_grid_x - 1) / rows_per_grid_x),
+  const dim3 grid(static_cast<unsigned>((a.seqlen_k + rows_per_block - 1) / rows_per_block),
                   static_cast<unsigned>(pairs < 65535 ? pairs : 65535));
   scrub_v_padding<<<grid, kThreads, 0, stream>>>(a, chunks_per_row, static_cast<uint4*>(dst));
   return cudaGetLastError();
