@@ -13,15 +13,6 @@
 #ifndef DHP_SCRUB_FILL
 #define DHP_SCRUB_FILL 0
 #endif
-// Each block lets the attention kernel launch as it starts (programmatic
-// dependent launch, launch.cuh): the attention's CTAs then take SMs as the
-// last wave of this copy frees them and set up there (barriers, tensor
-// maps, first tile decode) while it finishes; they wait for its completion
-// (griddepcontrol.wait) before any global access. DHP_SCRUB_EARLY_TRIGGER=0:
-// the launch follows this kernel's completion (A/B).
-#ifndef DHP_SCRUB_EARLY_TRIGGER
-#define DHP_SCRUB_EARLY_TRIGGER 1
-#endif
 
 namespace dhp::sm90 {
 namespace {
@@ -34,9 +25,6 @@ constexpr int kThreads = 256;
 // masks the value stored.
 __global__ void __launch_bounds__(kThreads) scrub_v_padding(const __grid_constant__ kernels::ForwardArgs args,
                                                             int32_t chunks_per_row, uint4* __restrict__ dst) {
-#if DHP_SCRUB_EARLY_TRIGGER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
   const int32_t rows_per_block = kThreads / chunks_per_row;
   const int32_t c = static_cast<int32_t>(threadIdx.x) % chunks_per_row;
   const int32_t s = static_cast<int32_t>(blockIdx.x) * rows_per_block + static_cast<int32_t>(threadIdx.x) / chunks_per_row;
