@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/common/opaque.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm80/mask.cuh"
@@ -51,7 +50,7 @@ struct ConsumerView {
   int g, lane;
   int32_t m0, first_row;
   uint32_t lens_addr;
-  int q_buf;         // this tile's Q buffer (st.q[q_buf])
+  int q_buf;         // this tile's Q buffer (st.q[q_buf], q_full/q_empty[q_buf])
   uint32_t q_base;   // shared address of this warpgroup's 64 rows of it
   uint32_t kv0;      // key tiles this CTA consumed before this tile (ring position)
   uint32_t q_phase;  // parity of this tile's q_full phase
@@ -74,14 +73,6 @@ struct ConsumerView {
         kv0(kv0_),
         q_phase((tile_count / Traits::kQStages) & 1),
         tc(tile_count) {}
-
-  // The barriers of this warpgroup's Q (q_full / q_empty[q_bar()]): its
-  // buffer's, or with kQPerWarpgroup its half's. Rebuilt from the thread
-  // index where used: a member, or g held across the main loop, spilled at
-  // D = 256 (16 bytes).
-  __device__ __forceinline__ int q_bar() const {
-    return Traits::kQPerWarpgroup ? kernels::opaque_copy(static_cast<int>(threadIdx.x)) / 128 - 1 : q_buf;
-  }
 
   // Ring slot and barrier parity of the tile's it-th key tile.
   __device__ __forceinline__ int stage(int32_t it) const { return (kv0 + it) % S; }

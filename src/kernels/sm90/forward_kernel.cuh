@@ -90,9 +90,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     tma::prefetch_map(&tm_v);
     tma::prefetch_map(&tm_o);
 #pragma unroll
-    for (int b = 0; b < Traits::kQBarriers; ++b) {
+    for (int b = 0; b < Traits::kQStages; ++b) {
       tma::barrier_init(&st.q_full[b], 1);
-      tma::barrier_init(&st.q_empty[b], Traits::kQEmptyArrivals);
+      tma::barrier_init(&st.q_empty[b], Traits::kConsumerThreads);
     }
 #pragma unroll
     for (int s = 0; s < S; ++s) {
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         // The next Q lands in these bytes (TMA): this warp's stores must have
         // read them before its threads release the buffer.
         epilogue::wait_staging_free(wtid % 32);
-        tma::arrive(&st.q_empty[view.q_bar()]);
+        tma::arrive(&st.q_empty[0]);
       }
     }
     timeline::tile(1 + g, tc, 7);

@@ -46,15 +46,6 @@
 #ifndef DHP_SM90_O_BUFFER
 #define DHP_SM90_O_BUFFER 2
 #endif
-// Q in two halves with barriers of their own, one per consumer warpgroup,
-// where there is one Q buffer (D = 256): kQPerWarpgroup below.
-// DHP_SM90_Q_PER_WG=0 keeps one load and one barrier pair per tile (A/B).
-#ifndef DHP_SM90_Q_PER_WG
-#define DHP_SM90_Q_PER_WG 1
-#endif
-#ifndef DHP_TEST_LENS2
-#define DHP_TEST_LENS2 0
-#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -153,21 +144,9 @@ struct Sm90Traits {
   // is then released at the tile's last S GEMM (mainloop.cuh, release_k).
   static constexpr bool kOBuffer = D == 64 && (DHP_SM90_O_BUFFER & (1 << (kConsumers - 1))) != 0 && kQStages == 2 &&
                                    3 * kQBytes + kRingBytes + 2048 <= kSmemLimit;
-  // One Q buffer (D = 256): each warpgroup's 64 rows of Q load and are
-  // released on barriers of their own (q_full / q_empty[g]). Warpgroup 0's
-  // last S GEMM of a tile comes a ping-pong turn before warpgroup 1's, so
-  // its half of the next Q -- and, right behind it, the next tile's first
-  // K -- load that much earlier and behind 32 KB instead of 64 KB, which
-  // its first S GEMM of the next tile waits for; warpgroup 1's half loads
-  // after its own last S GEMM, between the first K and the first V.
-  static constexpr bool kQPerWarpgroup = kQStages == 1 && kConsumers == 2 && !HALF_ && DHP_SM90_Q_PER_WG != 0;
-  static constexpr int kQBarriers = kQPerWarpgroup ? 2 : kQStages;
-  static constexpr int kQEmptyArrivals = kQPerWarpgroup ? 128 : kConsumerThreads;
   // Lengths slots, by tile count: the producer writes tile t's when it
-  // loads t's Q, which an early Q release lets it do two tiles ahead (an O
-  // buffer), or while warpgroup 1 may still be in tile t - 2's epilogue
-  // (kQPerWarpgroup: warpgroup 0's release alone opens the load).
-  static constexpr int kLensSlots = kOBuffer || (kQPerWarpgroup && !DHP_TEST_LENS2) ? 4 : 2;
+  // loads t's Q, which an early Q release lets it do two tiles ahead.
+  static constexpr int kLensSlots = kOBuffer ? 4 : 2;
   // Where O is not staged in Q (the ring, or an O buffer), each consumer
   // thread releases the tile's Q buffer at its last S GEMM.
   static constexpr bool kQFreeAtLastS = kStageOInRing || kOBuffer;
@@ -187,7 +166,7 @@ struct SharedStorage {
   alignas(1024) uint8_t q[Traits::kQStages][Traits::kQBytes];  // Q, then (two buffers, no kOBuffer) the tile's O staging
   alignas(1024) uint8_t k[Traits::kStages][Traits::kKVBytes];
   alignas(1024) uint8_t v[Traits::kStages][Traits::kKVBytes];
-  alignas(8) uint64_t q_full[Traits::kQBarriers], q_empty[Traits::kQBarriers];  // Q (or a warpgroup's half) landed / free
+  alignas(8) uint64_t q_full[Traits::kQStages], q_empty[Traits::kQStages];  // Q landed / buffer free
   uint64_t k_full[Traits::kStages], k_empty[Traits::kStages];
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
   int32_t lens[Traits::kLensSlots][2];  // per tile count: L_q, L_k (secret; clamped)

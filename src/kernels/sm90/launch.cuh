@@ -64,8 +64,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   constexpr int D = Traits::kHeadDim;
   CUtensorMap tq, tk, tv, to;
   // Half-row tiles load Q and store O in 8-row boxes (kernel_traits.cuh).
-  constexpr int kQBox = Traits::kHalfRows ? 8 : Traits::kQPerWarpgroup ? 64 : Traits::kBlockM;
-  constexpr int kOBox = Traits::kHalfRows ? 8 : 16;
+  constexpr int kQBox = Traits::kHalfRows ? 8 : Traits::kBlockM, kOBox = Traits::kHalfRows ? 8 : 16;
   if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
                    kQBox) ||
       !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,

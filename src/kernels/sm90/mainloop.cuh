@@ -281,7 +281,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // same with an O buffer of its own: kQFreeAtLastS).
   auto release_k = [&](int s, bool last) {
     if constexpr (Traits::kQFreeAtLastS)
-      if (last) tma::arrive(&st.q_empty[view.q_bar()]);  // public
+      if (last) tma::arrive(&st.q_empty[view.q_buf]);  // public
     if constexpr (Traits::kStageOInRing) {
       if (last) {  // public
         if (g == 1) {  // public: warpgroup index
@@ -322,7 +322,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   timeline::mark(1 + g, 0);
-  tma::wait<true>(&st.q_full[view.q_bar()], view.q_phase);
+  tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
   timeline::mark(1 + g, 1);
   timeline::tile(1 + g, view.tc, 2);
   const int32_t n_tiles = view.range.n_end;  // public

@@ -70,20 +70,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     timeline::tile(0, tc, 0);
     // Public: thread index (kWarpWaits above).
     const bool waits = kWarpWaits<Traits::kHeadDim> ? ptid < 32 : ptid == 0, issues = ptid == 0;
-    const uint32_t q_free_parity = ((tc / Traits::kQStages) & 1) ^ 1;
-    // kQPerWarpgroup (one Q buffer): warpgroup h's 64 rows of this tile's
-    // Q, once that warpgroup has released its half (its last S GEMM of the
-    // previous tile), in 64-row boxes (the tensor map's, launch.cuh).
-    auto load_q_half = [&](int h) {
-      if (h == 1) tma::wait<true>(&st.q_empty[1], q_free_parity);  // half 0: waited for above
-      if (issues) {
-        tma::arrive_expect_bytes(&st.q_full[h], Traits::kQLoadBytes / 2);
-#pragma unroll
-        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-          tma::load_4d(st.q[0] + cb * Traits::kQRows * 128 + 64 * h * 128, tm_q, cb * 64, m0 + 64 * h, tile.head,
-                       tile.batch, &st.q_full[h]);
-      }
-    };
     if (waits) {
       // Only the issuing thread needs the lengths; loaded before the q_empty
       // wait so that their latency overlaps it.
@@ -97,7 +83,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       // Either way this Q and the K/V issued after it load while the
       // previous tile still runs.
       const int b = tc % Traits::kQStages;
-      tma::wait<true>(&st.q_empty[b], q_free_parity);  // a fresh barrier passes parity 1 at once
+      tma::wait<true>(&st.q_empty[b], ((tc / Traits::kQStages) & 1) ^ 1);  // a fresh barrier passes parity 1 at once
       timeline::mark(0, 41);
       timeline::tile(0, tc, 1);
       if (issues) {
@@ -106,9 +92,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
           st.lens[tc % Traits::kLensSlots][0] = L_q;
           st.lens[tc % Traits::kLensSlots][1] = L_k;
         }
-        if constexpr (Traits::kQPerWarpgroup) {
-          load_q_half(0);  // b = 0: one buffer
-        } else {
         tma::arrive_expect_bytes(&st.q_full[b], Traits::kQLoadBytes);
         timeline::mark(0, 42);
         constexpr int QR = Traits::kQRows;
@@ -123,7 +106,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
 #pragma unroll
           for (int cb = 0; cb < Traits::kColBlocks; ++cb)
             tma::load_4d(st.q[b] + cb * QR * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
-        }
         }
       }
       timeline::mark(0, 1);
@@ -147,15 +129,11 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
         timeline::mark(0, 2 + 2 * it);
         if (it == 0) timeline::tile(0, tc, 3);
-        if constexpr (Traits::kQPerWarpgroup)
-          if (it == 0) load_q_half(1);  // public: between the tile's first K and first V
         load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);
         timeline::mark(0, 3 + 2 * it);
         if (it == n_end - 1) timeline::tile(0, tc, 4);
       }
     }
-    if constexpr (Traits::kQPerWarpgroup)
-      if (waits && n_end == 0) load_q_half(1);  // public: a tile without key tiles still has rows
     ++tc;
     cur = scheduled_tile<BM, BN>(args, sched, r + 1);  // while the consumers work on this tile
   }
