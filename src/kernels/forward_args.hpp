@@ -38,6 +38,13 @@ struct ForwardArgs {
   // for the closed-form deal. Public data: declared so for dhp-audit
   // (src/kernels/public_pointers.audit, byte offset 200).
   const int32_t* schedule;
+  // Hopper kernel, secret lengths with causal masking and one shared length
+  // array (the diagonal public, offset 0): V's padding can meet a valid
+  // query row only in the key tiles that hold keys at or past the query
+  // tile's first row (sm90/producer.cuh, zero_v_padding). Set: the kernel
+  // zeroes V rows >= L_k in shared memory in those tiles, and V is read as
+  // given (no zero-padded copy). Public (the launcher's choice).
+  int32_t v_zero_band;
 };
 static_assert(__builtin_offsetof(ForwardArgs, schedule) == 200, "public_pointers.audit names this offset");
 

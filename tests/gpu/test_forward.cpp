@@ -106,6 +106,15 @@ std::vector<Case> all_cases() {
     c.poison_padding = true;
     cs.push_back(c);
   }
+  // Causal with shared lengths: V's padding zeroed in shared memory only in
+  // each query tile's band of key tiles (sm90 kernel_traits.cuh,
+  // v_band_tiles), no copy of V: several query tiles per sequence, every
+  // head dim, a partial last tile.
+  for (int64_t D : {64, 128, 256}) {
+    Case c = make(D == 128 ? kBF16 : kF16, 6, 700, 700, 4, 2, D, true, Lengths::kShared);
+    c.poison_padding = true;
+    cs.push_back(c);
+  }
   // Without lse.
   {
     Case c = make(kF16, 2, 100, 100, 2, 2, 128, false);

@@ -98,6 +98,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int s = 0; s < S; ++s) {
       tma::barrier_init(&st.k_full[s], 1);
       tma::barrier_init(&st.v_full[s], 1);
+      if constexpr (Traits::kVReady) tma::barrier_init(&st.vr.ready[s], 96);  // producer warps 1-3
       tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads);
       tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads);
     }

@@ -150,6 +150,32 @@ struct Sm90Traits {
   // Where O is not staged in Q (the ring, or an O buffer), each consumer
   // thread releases the tile's Q buffer at its last S GEMM.
   static constexpr bool kQFreeAtLastS = kStageOInRing || kOBuffer;
+  // Secret lengths: V tiles can be zeroed past L_k in shared memory by the
+  // producer's warps 1-3 (ForwardArgs::v_zero_band, producer.cuh), which
+  // then release every V tile on v_ready.
+  static constexpr bool kVReady = HAS_LENGTHS_;
+};
+
+// ForwardArgs::v_zero_band: of a query tile's key tiles (taken last first,
+// n = n_end - 1 - it), the first `band` -- those holding keys at or past
+// the tile's first row m0 -- are the ones where V's padding can meet a valid
+// row: with causal masking and one shared length L (diagonal j <= i), a
+// valid row i (< L) of the tile sees keys j <= i, and keys below m0 <= i <
+// L are never padding. Rows at or past L are padding, set to 0 by a select
+// in the epilogue whatever P·V gave them. Public: positions only.
+template <int BN>
+__host__ __device__ __forceinline__ int32_t v_band_tiles(int32_t v_zero_band, int32_t m0, int32_t n_end) {
+  const int32_t first = m0 / BN;  // the first key tile with a key >= m0
+  return v_zero_band != 0 && n_end > first ? n_end - first : 0;
+}
+
+// v_ready[s]: V tile s landed and, where it lies in a tile's band, zeroed
+// past L_k (kVReady), else nothing.
+template <typename Traits, bool = Traits::kVReady>
+struct VReady {};
+template <typename Traits>
+struct VReady<Traits, true> {
+  uint64_t ready[Traits::kStages];
 };
 
 template <typename Traits, bool = Traits::kOBuffer>
@@ -171,6 +197,7 @@ struct SharedStorage {
   uint64_t v_full[Traits::kStages], v_empty[Traits::kStages];
   int32_t lens[Traits::kLensSlots][2];  // per tile count: L_q, L_k (secret; clamped)
   OStaging<Traits> ostage;                // empty unless Traits::kOBuffer
+  VReady<Traits> vr;                      // empty unless Traits::kVReady
 };
 
 }  // namespace dhp::sm90

@@ -162,14 +162,14 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
   tma::arrive(&st.k_empty[view.stage(0)]);
   for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
     tma::wait<true>(&st.k_full[view.stage(it)], view.parity(it));
-    tma::wait<true>(&st.v_full[view.stage(it - 1)], view.parity(it - 1));
+    tma::wait<true>(view.v_landed(it - 1), view.parity(it - 1));
     pingpong::wait_turn<NC>(view.g);
     pingpong::pass_turn<NC>(view.g);
     tma::arrive(&st.k_empty[view.stage(it)]);
     tma::arrive(&st.v_empty[view.stage(it - 1)]);
   }
   if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // as after a last S GEMM
-  tma::wait<true>(&st.v_full[view.stage(n_tiles - 1)], view.parity(n_tiles - 1));
+  tma::wait<true>(view.v_landed(n_tiles - 1), view.parity(n_tiles - 1));
   if constexpr (!kTurnExp<Traits>) {  // with turns around the exp2 stream: one per key tile, no tail turn
     pingpong::wait_turn<NC>(view.g);
     pingpong::pass_turn<NC>(view.g);
@@ -383,7 +383,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       const int s = view.stage(it), sp = view.stage(it - 1);
       const uint32_t ph = view.parity(it), php = view.parity(it - 1);
       tma::wait<true>(&st.k_full[s], ph);
-      tma::wait<true>(&st.v_full[sp], php);
+      tma::wait<true>(view.v_landed(it - 1), php);
       timeline::mark(1 + g, 2 + 3 * it);
       gemm_turn_wait();
       wg::fence_operands(sacc);
@@ -418,7 +418,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     // Tail: P·V of the last tile.
     const int sp = view.stage(n_tiles - 1);
     const uint32_t php = view.parity(n_tiles - 1);
-    tma::wait<true>(&st.v_full[sp], php);
+    tma::wait<true>(view.v_landed(n_tiles - 1), php);
     gemm_turn_wait();
     wg::fence_operands(o);
     wg::fence_operands(p);

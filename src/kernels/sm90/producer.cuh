@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/ct.cuh"
 #include "kernels/common/lengths.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
@@ -28,7 +29,8 @@ namespace dhp::sm90 {
 // amount of reconvergence code, which gate 1 per instruction rejects; D256
 // keeps lane 0 alone (that form measured -3 % there). The switch
 // DHP_SM90_PRODUCER_WARP_WAITS is a mask by head dim (head_dim_bit,
-// kernel_traits.cuh); docs/perf-log.md, session 13. Warps 1-3 walk the same loop idle (an early
+// kernel_traits.cuh); docs/perf-log.md, session 13. Warps 1-3 walk the same loop idle, unless
+// ForwardArgs::v_zero_band has them zero V's padding (run_v_zeroing below; an early
 // return for them made ptxas spill 8 bytes in two consumer instantiations).
 // The tile loop and the ring position (kv: key tiles issued so far by this
 // CTA) follow the static schedule, so every count is public.
@@ -43,11 +45,71 @@ namespace dhp::sm90 {
 template <int D>
 inline constexpr bool kWarpWaits = (DHP_SM90_PRODUCER_WARP_WAITS & head_dim_bit(D)) != 0;
 
+// V's padding in one landed V tile (ForwardArgs::v_zero_band): thread t of
+// warps 1-3 loads every 96th 16-byte chunk and stores it back, kept or
+// zeroed by a mask (key < L_k: ct_mask_lt), so the accesses and their count
+// are the same for every length. Chunk i lies in row (i / 8) % BN of its
+// 64-column block: the 128-byte swizzle moves chunks within a row only.
+template <typename Traits>
+__device__ __forceinline__ void zero_v_padding(uint8_t* tile, int32_t key0, int32_t L_k, int t) {
+  constexpr int BN = Traits::kBlockN, kChunks = Traits::kKVBytes / 16;
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
+#pragma unroll 2
+  for (int i = t; i < kChunks; i += 96) {  // public trip count
+    uint32_t x0, x1, x2, x3;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                 : "r"(base + 16 * i));
+    const ct::Mask keep = ct::ct_mask_lt(key0 + (i / 8) % BN, L_k);  // secret L_k: a select
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(x0 & keep), "r"(x1 & keep),
+                 "r"(x2 & keep), "r"(x3 & keep)
+                 : "memory");
+  }
+}
+
+// ForwardArgs::v_zero_band: warps 1-3 (thread t of 96) follow the CTA's
+// tiles and ring as the copy-issuing warp does, wait for each V tile to
+// land, zero V's padding in it where it lies in the tile's band
+// (v_band_tiles), and release it on v_ready. A loop of their own, which
+// warp 0 never runs: in a shared one, ptxas reused the zeroing's registers
+// in warp 0's copy coordinates, which dhp-audit (no path sensitivity on the
+// warp index) read as secret addresses.
+template <typename Traits>
+__device__ __forceinline__ void run_v_zeroing(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
+                                              const TileScheduler<Traits::kBlockM>& sched, int t) {
+  constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
+  uint32_t kv = 0;
+  pdl::wait_for_previous_grid();  // the lengths: global memory
+  for (int32_t r = 0;; ++r) {  // public schedule
+    const ScheduledTile cur = scheduled_tile<BM, BN>(args, sched, r);
+    if (cur.t >= sched.total) break;  // public
+    const int32_t m0 = cur.tile.m_block * BM, n_end = cur.n_end;
+    const int32_t band = v_band_tiles<BN>(args.v_zero_band, m0, n_end);
+    int32_t L_q = 0, L_k = 0;
+    kernels::load_lengths(args, cur.tile.batch, L_q, L_k);
+    for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
+      const int s = kv % S;
+      tma::wait<true>(&st.v_full[s], (kv / S) & 1);
+      if (it < band) {  // public: position
+        zero_v_padding<Traits>(st.v[s], (n_end - 1 - it) * BN, L_k, t);
+        tma::fence_generic_to_async();  // the consumers' wgmma read it through the async proxy
+      }
+      tma::arrive(&st.vr.ready[s]);
+    }
+  }
+}
+
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                              const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
                                              const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
+  if constexpr (Traits::kVReady) {
+    if (ptid >= 32 && args.v_zero_band != 0) {  // public: warp index, the launcher's choice
+      run_v_zeroing<Traits>(st, args, sched, ptid - 32);
+      return;
+    }
+  }
   uint32_t kv = 0, tc = 0;
   timeline::mark(0, 0);
   // This CTA's tiles are tile_of(0), tile_of(1), ... while below the total
