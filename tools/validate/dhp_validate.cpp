@@ -392,7 +392,10 @@ int run_sanitize() {
       {DType::kFloat16, 12, 16, 4, 300, 300, 64, true, LengthMode::kSeparate, true},
       // The half-row D64 kernel (32-row tiles: Q loaded and O stored in
       // 8-row boxes, half of each Q buffer never loaded), 90 tiles.
-      {DType::kBFloat16, 1, 6, 3, 470, 500, 64, true, LengthMode::kNone, true}};
+      {DType::kBFloat16, 1, 6, 3, 470, 500, 64, true, LengthMode::kNone, true},
+      // Causal shared lengths at D = 256: V's padding zeroed in shared
+      // memory in two-key-tile bands (80-key tiles), no copy of V.
+      {DType::kFloat16, 2, 2, 1, 300, 300, 256, true, LengthMode::kShared, true}};
   for (const Cfg& c : cfgs) {
     Problem p;
     p.dtype = c.dt; p.batch = c.B; p.heads_q = c.Hq; p.heads_kv = c.Hkv; p.seqlen_q = c.Sq;

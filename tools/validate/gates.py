@@ -33,6 +33,12 @@ ROOT = ncu.ROOT
 # head dim, GQA, S_q != S_k and sizes that are not tile multiples.
 GATE1 = [
     ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 2 --heads 4 --heads-kv 2 --seqlen 200 --head-dim 64 --causal --lengths separate"),
+    # Causal with shared lengths: V read as given, its padding zeroed in
+    # shared memory in each query tile's band of key tiles (producer warps
+    # 1-3, kernel_traits.cuh v_band_tiles): D128 (band of one key tile) and
+    # D256 (80-key tiles: bands of two), several query tiles per sequence.
+    ("bf16 D128 causal shared, V band", "--dtype bf16 --batch 2 --heads 4 --seqlen 700 --head-dim 128 --causal --lengths shared"),
+    ("fp16 D256 causal shared, V band", "--dtype fp16 --batch 2 --heads 2 --seqlen 500 --head-dim 256 --causal --lengths shared"),
     ("bf16 D128 shared", "--dtype bf16 --batch 2 --heads 2 --seqlen 300 --head-dim 128 --lengths shared"),
     ("fp16 D256 causal none Sq<Sk", "--dtype fp16 --batch 1 --heads 2 --seqlen 100 --seqlen-k 300 --head-dim 256 --causal"),
     # The D64 tile height follows the grid (launch.cuh): the configuration
@@ -81,6 +87,8 @@ REPRO = [
     ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 4 --heads 8 --heads-kv 2 --seqlen 512 --head-dim 64 --causal --lengths separate"),
     ("bf16 D128 shared", "--dtype bf16 --batch 4 --heads 4 --seqlen 384 --head-dim 128 --lengths shared"),
     ("fp16 D256 causal none Sq<Sk", "--dtype fp16 --batch 3 --heads 4 --seqlen 300 --seqlen-k 400 --head-dim 256 --causal"),
+    # Causal shared lengths: V's padding zeroed in each query tile's band.
+    ("bf16 D256 causal shared, V band", "--dtype bf16 --batch 4 --heads 4 --seqlen 600 --head-dim 256 --causal --lengths shared"),
     # Several tiles per CTA at D256 (192 tiles of 128 rows; O staged in the
     # ring slot that the next tile's K/V reuse), one per CTA alone (B = 1).
     ("bf16 D256 none, several tiles per CTA", "--dtype bf16 --batch 4 --heads 8 --seqlen 700 --seqlen-k 250 --head-dim 256"),
