@@ -74,19 +74,20 @@ struct ConsumerView {
         q_phase((tile_count / Traits::kQStages) & 1),
         tc(tile_count) {}
 
-  // The barrier the P·V of the tile's it-th key tile waits on: v_ready in
-  // the tile's band when V's padding is zeroed in shared memory (kVReady,
-  // ForwardArgs::v_zero_band: producer.cuh), else the TMA's v_full. An
-  // offset, not a select of two addresses (dhp-audit reads a select that
-  // ptxas makes two guarded writes as a join with the old value).
+  // The barrier the P·V of the tile's it-th key tile waits on: with V's
+  // padding zeroed in shared memory (kVReady, ForwardArgs::v_zero_band:
+  // producer.cuh) v_ready, which warps 1-3 complete for every V tile (those
+  // in a tile's band zeroed first), so that every phase has its waiters
+  // (compute-sanitizer synccheck rejects a phase nobody waits for); else the
+  // TMA's v_full. An offset, not a select of two addresses (dhp-audit reads
+  // a select that ptxas makes two guarded writes as a join with the old
+  // value).
   __device__ __forceinline__ uint64_t* v_landed(int32_t it) const {
     uint64_t* full = &st.v_full[stage(it)];
-    if constexpr (Traits::kVReady) {
-      const int32_t in_band = it < v_band_tiles<BN>(args.v_zero_band, m0, range.n_end) ? 1 : 0;  // public
-      return full + in_band * static_cast<int>(&st.vr.ready[0] - &st.v_full[0]);
-    } else {
+    if constexpr (Traits::kVReady)
+      return full + (args.v_zero_band != 0 ? 1 : 0) * static_cast<int>(&st.vr.ready[0] - &st.v_full[0]);  // public
+    else
       return full;
-    }
   }
 
   // Ring slot and barrier parity of the tile's it-th key tile.
