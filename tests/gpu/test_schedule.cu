@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/forward_args.hpp"
+#include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/scheduler.cuh"
 
 namespace {
@@ -127,6 +128,46 @@ TEST(Schedule, BalancedListsCoverEveryTileOnceAndBalance) {
   EXPECT_GT((sm90::snake_balance<128, 128>(s1024, 132, sm90::kHeadMajorHeavyFirst)), 1.025);
   EXPECT_LT((expect_valid_balanced<128, 128>(s1024, 132)), 1.015);
   EXPECT_LT((expect_valid_balanced<128, 128>(s4096, 132)), 1.01);
+}
+
+// Causal, one shared length L (diagonal public, offset 0): V's padding (keys
+// >= L) may meet a valid row (< L) only inside the query tile's band
+// (kernel_traits.cuh, v_band_tiles), where the kernel zeroes it; P·V of any
+// other key tile multiplies every row of the query tile by every key of the
+// tile. Brute force over tile shapes, lengths and every valid row: a key
+// tile outside the band that holds a padding key while the query tile holds
+// a valid row would let NaN padding through. `shrink` takes one tile off the
+// band: the check must then fail somewhere (it can fail).
+template <int BM, int BN>
+int64_t band_violations(int32_t shrink) {
+  int64_t violations = 0;
+  for (int32_t S : {1, 80, 127, 128, 200, 300, 641}) {
+    ForwardArgs a = shape(1, 1, S, true);
+    for (int32_t m0 = 0; m0 < S; m0 += BM) {
+      const int32_t n_end = dhp::sm80::KeyTileRange<BM, BN>(a, m0).n_end;
+      const int32_t band = std::max(0, dhp::sm90::v_band_tiles<BN>(1, m0, n_end) - shrink);
+      EXPECT_LE(band, n_end);
+      EXPECT_EQ((dhp::sm90::v_band_tiles<BN>(0, m0, n_end)), 0);  // off: no band
+      for (int32_t L = 0; L <= S; ++L)
+        for (int32_t it = band; it < n_end; ++it) {  // outside the band
+          const int32_t n = n_end - 1 - it, last_key = std::min((n + 1) * BN, S) - 1;
+          const bool padding_key = last_key >= L, valid_row = m0 < L;
+          violations += padding_key && valid_row ? 1 : 0;
+        }
+    }
+  }
+  return violations;
+}
+
+TEST(VBand, PaddingMeetsValidRowsOnlyInTheBand) {
+  EXPECT_EQ((band_violations<128, 128>(0)), 0);
+  EXPECT_EQ((band_violations<128, 80>(0)), 0);
+  EXPECT_EQ((band_violations<64, 128>(0)), 0);
+  EXPECT_EQ((band_violations<192, 128>(0)), 0);
+  EXPECT_EQ((band_violations<128, 160>(0)), 0);
+  // A band one tile short lets padding through: the check can fail.
+  EXPECT_GT((band_violations<128, 128>(1)), 0);
+  EXPECT_GT((band_violations<128, 80>(1)), 0);
 }
 
 }  // namespace
