@@ -179,8 +179,9 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
   // where the kernel zeroes it in shared memory: no copy of V
   // (docs/perf-log.md, session 20). DHP_SM90_V_BAND=0 keeps the copy (A/B).
   static const char* band_env = std::getenv("DHP_SM90_V_BAND");
-  a.v_zero_band = Traits::kHasLengths && a.lens_k != nullptr && a.causal && a.causal_diagonal_public &&
-                  a.causal_offset == 0 && (band_env == nullptr || std::strcmp(band_env, "0") != 0);
+  a.v_zero_band = Traits::kHasLengths && a.lens_k != nullptr && a.lens_q == a.lens_k && a.causal &&
+                  a.causal_diagonal_public && a.causal_offset == 0 &&
+                  (band_env == nullptr || std::strcmp(band_env, "0") != 0);
   if (Traits::kHasLengths && a.lens_k != nullptr && !a.v_zero_band) {
     // The copy kernel counts (batch, kv head) pairs in int32 (public).
     if (static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;

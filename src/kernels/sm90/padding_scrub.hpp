@@ -8,6 +8,10 @@
 // loads it (each query tile of a head loads the whole of V again): 12 % of
 // the B4 H16 S_max 4096 D128 launch (H200, docs/perf-log.md). Zeroing once
 // per call costs one read and one write of V in global memory: about 3 %.
+// Not made for causal launches with one shared length array: there only
+// each query tile's diagonal band can hold padding that meets a valid row,
+// and the kernel zeroes V there in shared memory (kernel_traits.cuh,
+// v_band_tiles; launch.cuh).
 //
 // Constant-time: every row of V is read and written at addresses fixed by
 // the public shape; a row's L_k only selects the value written (zero or the

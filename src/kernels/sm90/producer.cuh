@@ -3,7 +3,10 @@
 // kStages ring). With secret key lengths the V rows past L_k must be zero,
 // so that padding (NaN included) never meets a zero weight in P*V (0 * NaN
 // = NaN): the launcher zeroed them in a copy of V before this kernel
-// (padding_scrub.hpp). All coordinates and byte counts are public.
+// (padding_scrub.hpp), or, causal with one shared length array
+// (ForwardArgs::v_zero_band), warps 1-3 zero them in shared memory in each
+// query tile's diagonal band (run_v_zeroing). All coordinates and byte
+// counts are public.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +32,9 @@ namespace dhp::sm90 {
 // amount of reconvergence code, which gate 1 per instruction rejects; D256
 // keeps lane 0 alone (that form measured -3 % there). The switch
 // DHP_SM90_PRODUCER_WARP_WAITS is a mask by head dim (head_dim_bit,
-// kernel_traits.cuh); docs/perf-log.md, session 13. Warps 1-3 walk the same loop idle, unless
-// ForwardArgs::v_zero_band has them zero V's padding (run_v_zeroing below; an early
-// return for them made ptxas spill 8 bytes in two consumer instantiations).
+// kernel_traits.cuh); docs/perf-log.md, session 13. Warps 1-3 walk the same loop idle (an early
+// return for idle warps made ptxas spill 8 bytes in two consumer instantiations), unless
+// ForwardArgs::v_zero_band gives them run_v_zeroing below, a loop of their own.
 // The tile loop and the ring position (kv: key tiles issued so far by this
 // CTA) follow the static schedule, so every count is public.
 // The producer waits for the previous grid (programmatic dependent launch)
