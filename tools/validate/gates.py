@@ -253,7 +253,7 @@ def gate1_runs(ctx):
     runs = [(n, c, "PASS") for n, c in GATE1]
     if ctx.args.control:
         runs.append((CONTROL_GATE1, "--kernel leaky " + GATE1[0][1], "FAIL"))
-    return runs
+    return [r for r in runs if re.search(ctx.args.only, r[0])]
 
 
 def step_counters(ctx):
@@ -589,7 +589,7 @@ def main(argv=None):
     ap.add_argument("--steps", default="counters,perpc,repro,sanitize,dudect,audit,profile",
                     help="comma-separated subset of: " + ",".join(STEPS))
     ap.add_argument("--repeats", type=int, default=3, help="launches per input class under ncu (gate 1)")
-    ap.add_argument("--only", default="", help="regex: run only the timing runs whose name matches")
+    ap.add_argument("--only", default="", help="regex: run only the gate-1 and timing runs whose name matches")
     ap.add_argument("--no-control", dest="control", action="store_false", help="skip the leaky-control runs")
     ap.add_argument("--quick", action="store_true", help="1/100 of the timing measurements (a dry run, not a verdict)")
     ap.add_argument("--deadline-s", type=float, default=1e9,
