@@ -30,8 +30,11 @@ for v in "${variants[@]}"; do
   echo "$line"; first=0
   built+=("$name")
 done
+# Round r starts at variant (r-1) mod n: each variant takes every place in
+# the order (a fixed order measured a 1-2 % position effect: perf-log, session 21).
 for r in $(seq 1 "${ROUNDS:-1}"); do
-  for name in "${built[@]}"; do
+  for k in $(seq 0 $((${#built[@]} - 1))); do
+    name="${built[$(((r - 1 + k) % ${#built[@]}))]}"
     timeout 300 build/ab-$name/tools/dhp_bench ${BENCH_ARGS:-$quick} --out "$out/bench-$name-r$r.tsv" > "$out/bench-$name.log" 2>&1 ||
       echo "$name: benchmark failed (round $r)"
   done
