@@ -115,23 +115,19 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   }
   args.tile_order = order_env != nullptr ? std::atoi(order_env) % 4 : order_cached;
   // Causal tiles weigh unequally, and the snake deal leaves the busiest CTA
-  // 1.03-1.08x the mean (the call ends with it): per-CTA lists from the
-  // public shape (scheduler.cuh; cached on the device), taken where the load
-  // model finds them better than the snake by more than 0.5 %:
-  //  * S_q >= 2048: balanced_schedule (windows of two rounds of heads,
-  //    heaviest first): 0 to +2.2 %; at S_q 512 / 1024 it lost 1-9 %
-  //    (docs/perf-log.md, sessions 15 and 21);
-  //  * S_q < 2048: round_schedule (each round the snake's tiles, dealt to
-  //    the CTAs furthest below their share): the snake's L2 locality kept.
-  // DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B); =2 / =3
-  // force balanced / round lists wherever a causal grid has more tiles than
-  // CTAs (tests, A/B).
+  // 1.03-1.08x the mean (the call ends with it): a balanced static schedule
+  // (scheduler.cuh, balanced_schedule; per-CTA lists from the public shape,
+  // cached on the device) where the load model finds it better by more
+  // than 0.5 %, from S_q = 2048 up: there it measured 0 to +2.2 %; at S_q
+  // 512 / 1024 it lost 1-4.5 %, whatever fixed cost per tile the weights
+  // assumed (docs/perf-log.md, session 15).
+  // DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B), =2 takes
+  // the lists wherever a causal grid has more tiles than CTAs (tests).
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
   args.schedule = nullptr;
   if (a.causal && tiles > grid && order_env == nullptr && table_mode != 0 &&
-      tiles * key_tiles <= (int64_t{1} << 30)) {  // public
-    const bool round_lists = table_mode == 3 || (table_mode == 1 && a.seqlen_q < 2048);
+      (a.seqlen_q >= 2048 || table_mode == 2) && tiles * key_tiles <= (int64_t{1} << 30)) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, a.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
                                                Traits::kBlockM, Traits::kBlockN, table_mode};
@@ -139,12 +135,10 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
     args.schedule = cached_schedule(
         schedule_key,
         [&] {
-          double planned = 1.0;
-          std::vector<int32_t> lists =
-              round_lists ? round_schedule<Traits::kBlockM, Traits::kBlockN>(a, grid, &planned)
-                          : balanced_schedule<Traits::kBlockM, Traits::kBlockN>(a, grid, &planned);
+          double balanced = 1.0;
+          std::vector<int32_t> lists = balanced_schedule<Traits::kBlockM, Traits::kBlockN>(a, grid, &balanced);
           const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(a, grid, order_now);
-          return planned + 0.005 < now || table_mode >= 2 ? lists : std::vector<int32_t>{};
+          return balanced + 0.005 < now || table_mode == 2 ? lists : std::vector<int32_t>{};
         },
         stream);
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering

@@ -3,7 +3,6 @@
 
 #include <mutex>
 
-#include "kernels/sm90/padding_scrub.hpp"
 
 namespace dhp::sm90 {
 namespace {
@@ -11,7 +10,7 @@ namespace {
 struct Entry {
   int device;
   std::vector<int64_t> key;
-  const int32_t* table;  // device memory from the library's pool; null: no schedule for this shape
+  const int32_t* table;  // device memory (cudaMalloc, complete when stored); null: no schedule for this shape
 };
 
 }  // namespace
@@ -34,17 +33,25 @@ const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::funct
   const std::vector<int32_t> lists = build();
   const int32_t* table = nullptr;
   if (!lists.empty() && lists.size() <= kMaxScheduleInts) {
-    const size_t bytes = lists.size() * sizeof(int32_t);
-    void* dev = scratch_alloc(bytes, stream);  // never freed: the cache keeps it
-    // From pageable memory the copy is staged before it returns, so `lists`
-    // may go; the kernel that reads it comes later in the same stream.
-    if (dev != nullptr && cudaMemcpyAsync(dev, lists.data(), bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess) {
-      table = static_cast<const int32_t*>(dev);
-    } else {
+    // Uploaded to memory of its own and complete before the table is
+    // remembered: later calls may come on any stream, and a stream-ordered
+    // copy would be ordered only on this one (another stream's kernel could
+    // read the table before it lands -- or, in memory from the scratch pool,
+    // an earlier call's V bytes as tile numbers). Once per shape; never freed.
+    void* dev = nullptr;
+    cudaStream_t upload = nullptr;
+    const bool ok = cudaMalloc(&dev, lists.size() * sizeof(int32_t)) == cudaSuccess &&
+                    cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking) == cudaSuccess &&
+                    cudaMemcpyAsync(dev, lists.data(), lists.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                    upload) == cudaSuccess &&
+                    cudaStreamSynchronize(upload) == cudaSuccess;
+    if (upload != nullptr) (void)cudaStreamDestroy(upload);
+    if (!ok) {
       (void)cudaGetLastError();
-      if (dev != nullptr) scratch_free(dev, stream);
+      if (dev != nullptr) (void)cudaFree(dev);
       return nullptr;
     }
+    table = static_cast<const int32_t*>(dev);
   }
   entries.push_back({device, key, table});
   return table;

@@ -158,23 +158,6 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
   return m.busiest * 100 * grid > m.sum * 110 ? kHeavyFirst : kHeadMajorHeavyFirst;
 }
 
-// Host: per-CTA tile lists in the layout the kernel reads (grid + 1 list
-// starts, then the lists, int32), and the modelled busiest / mean load.
-inline std::vector<int32_t> pack_lists(const std::vector<std::vector<int32_t>>& lists,
-                                       const std::vector<int64_t>& load, double* balance) {
-  const int32_t grid = static_cast<int32_t>(lists.size());
-  std::vector<int32_t> out;
-  out.reserve(grid + 1);
-  int32_t start = 0;
-  for (int32_t c = 0; c < grid; ++c) out.push_back(start), start += static_cast<int32_t>(lists[c].size());
-  out.push_back(start);
-  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
-  int64_t busiest = 0, sum = 0;
-  for (int64_t l : load) busiest = std::max(busiest, l), sum += l;
-  if (balance != nullptr) *balance = sum > 0 ? static_cast<double>(busiest) * grid / static_cast<double>(sum) : 1.0;
-  return out;
-}
-
 // Host: a balanced static schedule for shapes whose tiles weigh unequally
 // (causal), from the public shape alone. Tiles are numbered as in
 // kHeadMajorHeavyFirst; they are taken in windows of about two rounds of
@@ -215,53 +198,16 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
       std::push_heap(heap.begin(), heap.end(), later);
     }
   }
-  std::vector<int64_t> load(grid);
-  for (const auto& [l, c] : heap) load[c] = l;
-  return pack_lists(lists, load, balance);
-}
-
-// Host: a round-local plan for causal shapes with few rounds (S_q < 2048).
-// Each round deals exactly the snake deal's tiles (the same `grid`
-// consecutive tiles in kHeadMajorHeavyFirst numbering, so the same heads
-// run at the same time and share K/V in L2: balanced_schedule's wider
-// windows lost 2-9 % at S <= 1024, docs/perf-log.md, sessions 15 and 21),
-// only to different CTAs: the round's heaviest tile to the CTA furthest
-// below its share of the total, counting the rounds it has left at the
-// mean tile weight. The last, partial round goes to CTAs grid - last ..
-// grid - 1. The snake pairs heavy with light tiles in fixed pairs, which at
-// D256 S1024 (8 blocks of 3..14 weight units on 132 CTAs) leaves the
-// busiest CTA 1.076x the mean; this plan 1.046x. Same layout as
-// balanced_schedule.
-template <int BM, int BN>
-std::vector<int32_t> round_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance) {
-  kernels::ForwardArgs shape = a;
-  shape.tile_order = kHeadMajorHeavyFirst;
-  const TileScheduler<BM> sched(shape);
-  const int32_t mb = sched.m_blocks, total = sched.total;
-  std::vector<int32_t> weight_of_block(mb);
-  int64_t per_head = 0;
-  for (int32_t m = 0; m < mb; ++m) per_head += weight_of_block[m] = sm80::KeyTileRange<BM, BN>(a, m * BM).n_end + 1;
-  auto weight = [&](int32_t t) { return weight_of_block[sched.decode(t).m_block]; };
-  const double mean_tile = static_cast<double>(per_head) / mb;
-  const int32_t rounds = (total + grid - 1) / grid, last = total - (rounds - 1) * grid;
-  std::vector<std::vector<int32_t>> lists(grid);
-  std::vector<int64_t> load(grid, 0);
-  std::vector<int32_t> tiles, ctas;
-  for (int32_t r = 0; r < rounds; ++r) {
-    tiles.clear();
-    for (int32_t t = r * grid; t < std::min(total, (r + 1) * grid); ++t) tiles.push_back(t);
-    std::stable_sort(tiles.begin(), tiles.end(), [&](int32_t x, int32_t y) { return weight(x) > weight(y); });
-    ctas.clear();
-    for (int32_t c = r + 1 < rounds ? 0 : grid - last; c < grid; ++c) ctas.push_back(c);
-    // Expected final load less the same mean for all: the lowest first.
-    auto expected = [&](int32_t c) { return load[c] + ((c >= grid - last ? rounds : rounds - 1) - r) * mean_tile; };
-    std::stable_sort(ctas.begin(), ctas.end(), [&](int32_t x, int32_t y) { return expected(x) < expected(y); });
-    for (size_t i = 0; i < tiles.size(); ++i) {
-      lists[ctas[i]].push_back(tiles[i]);
-      load[ctas[i]] += weight(tiles[i]);
-    }
-  }
-  return pack_lists(lists, load, balance);
+  std::vector<int32_t> out;
+  out.reserve(grid + 1 + total);
+  int32_t start = 0;
+  for (int32_t c = 0; c < grid; ++c) out.push_back(start), start += static_cast<int32_t>(lists[c].size());
+  out.push_back(start);
+  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+  int64_t busiest = 0, sum = 0;
+  for (const auto& [l, c] : heap) busiest = std::max(busiest, l), sum += l;
+  if (balance != nullptr) *balance = sum > 0 ? static_cast<double>(busiest) * grid / static_cast<double>(sum) : 1.0;
+  return out;
 }
 
 // Host: the snake deal's modelled busiest / mean load for `order`.
