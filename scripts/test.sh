@@ -56,6 +56,8 @@ if [ "${py_flags[0]}" = "-DDHP_BUILD_PYTHON=ON" ]; then
 else
   echo "pytest: skipped: nanobind, pytest or numpy not installed for $py (pip install nanobind pytest numpy)"
   p_passed=0; p_failed=0; p_skipped=0
+  # In CI (.ci/run installs them) their absence is a failure, not a skip.
+  if [ "${CI:-}" = "true" ]; then echo "pytest: CI=true and the Python tests could not run"; p_failed=1; rc=1; fi
 fi
 echo "all: $(( c_passed + p_passed )) passed, $(( c_failed + p_failed )) failed, $(( c_skipped + p_skipped )) skipped"
 exit "$rc"

@@ -31,7 +31,8 @@ extern "C" {
 typedef enum dhp_status {
   DHP_OK = 0,
   DHP_ERROR_INVALID_ARGUMENT = 1, /* a public argument breaks a documented rule */
-  DHP_ERROR_UNSUPPORTED = 2,      /* valid in principle but not built/supported (dtype, head dim) */
+  DHP_ERROR_UNSUPPORTED = 2,      /* valid in principle but not built/supported (dtype, head dim, or a
+                                     device architecture this build has no machine code for, e.g. cc 10.x) */
   DHP_ERROR_NO_DEVICE = 3,        /* no CUDA device, or compute capability < 8.0 */
   DHP_ERROR_CUDA = 4,             /* a CUDA runtime call failed */
   DHP_ERROR_INTERNAL = 5          /* an unexpected host-side failure (e.g. out of host memory) */
@@ -80,7 +81,10 @@ typedef struct dhp_attention_params {
    * (NULL ones mean "the full padded length"). With key lengths on an sm_90
    * GPU the call also writes a copy of V with its padding rows zeroed, in
    * scratch memory the library keeps in its own stream-ordered pool (the size
-   * of V, reused by later calls); without it the portable kernel runs. */
+   * of V, reused by later calls); without it the portable kernel runs. Not
+   * for causal calls with `seqlens` (one shared array): those zero V's
+   * padding in shared memory, in the diagonal band of key tiles where it
+   * can meet a valid row, and need no copy. */
   const int32_t* seqlens;
   const int32_t* seqlens_q;
   const int32_t* seqlens_k;

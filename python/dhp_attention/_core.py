@@ -243,8 +243,9 @@ def check_lse(lse: ArrayInfo, p: Problem, name: str = "lse") -> None:
     want = (p.batch, p.heads_q, p.seqlen_q)
     if lse.dtype != "float32":
         raise TypeError(f"{name}: dtype must be float32, got {lse.dtype}")
-    if lse.device_type != "cuda":
-        raise ValueError(f"{name}: must be on a CUDA device, got {lse.device_str()}")
+    if lse.device_type != "cuda" or (lse.device_index is not None and p.device_index is not None
+                                     and lse.device_index != p.device_index):
+        raise ValueError(f"{name}: must be on q's CUDA device (index {p.device_index}), got {lse.device_str()}")
     if lse.shape != want:
         raise ValueError(f"{name}: shape must be (B, H_q, S_q) = {want}, got {lse.shape}")
     if lse.strides != (p.heads_q * p.seqlen_q, p.seqlen_q, 1):

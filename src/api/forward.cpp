@@ -50,6 +50,28 @@ Status current_device_cc(int* major) {
   if (*major < 8)
     return Status{DHP_ERROR_NO_DEVICE, "device " + std::to_string(device) + " has compute capability " +
                                            std::to_string(*major) + ".x; 8.0 or newer is required"};
+  int minor = 0;
+  if ((err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess)
+    return cuda_failure("cudaDeviceGetAttribute", err);
+  // Machine code only (no PTX): code compiled at run time for another
+  // architecture would not be the code dhp-audit checked. So a device this
+  // build has no machine code for is refused here, before any launch.
+#if defined(DHP_HAVE_CC8)
+  const bool cc8 = *major == 8;  // sm_80 code runs on every 8.x
+#else
+  const bool cc8 = false;
+#endif
+#if defined(DHP_HAVE_SM90)
+  const bool cc90 = *major == 9 && minor == 0;  // sm_90a code: 9.0 only
+#else
+  const bool cc90 = false;
+#endif
+  if (!cc8 && !cc90)
+    return Status{DHP_ERROR_UNSUPPORTED,
+                  "device " + std::to_string(device) + " has compute capability " + std::to_string(*major) + "." +
+                      std::to_string(minor) +
+                      "; this build has machine code (no PTX) for 8.x (sm_80) and 9.0 (sm_90a) as configured by "
+                      "DHP_CUDA_ARCHS, and runs nowhere else"};
   return {};
 }
 

@@ -137,6 +137,10 @@ const BadCase kBadCases[] = {
     {"scale_minus_inf", [](auto& p) { set_scale(p, -kInf); }, kInvalid, {"softmax_scale"}},
     // Finite, but times log2(e) it is +inf in fp32 (every output would be NaN).
     {"scale_huge", [](auto& p) { set_scale(p, 3.0e38f); }, kInvalid, {"softmax_scale", "log2(e)"}},
+    // O's own rows overlapping each other (check_output_no_overlap): a
+    // zero sequence stride, and a head stride below the head dimension.
+    {"o_rows_share_memory", [](auto& p) { p.o_stride_seq = 0; }, kInvalid, {"o_stride_seq", "output rows overlap"}},
+    {"o_heads_overlap", [](auto& p) { p.o_stride_head = 8; }, kInvalid, {"o_stride_head", "output rows overlap"}},
     // Outputs sharing memory with an input or with each other.
     {"o_is_q", [](auto& p) { p.o = fake_mut(kQ); }, kInvalid, {"o:", "overlaps q"}},
     {"o_inside_v", [](auto& p) { p.o = fake_mut(kV + 4096); }, kInvalid, {"o:", "overlaps v"}},
@@ -241,7 +245,7 @@ TEST(Validation, MinimalProblem) {
 TEST(Validation, DefaultScaleIsInverseSqrt) {
   EXPECT_FLOAT_EQ(dhp::default_softmax_scale(64), 0.125f);
   EXPECT_FLOAT_EQ(dhp::default_softmax_scale(256), 0.0625f);
-  EXPECT_FLOAT_EQ(dhp::default_softmax_scale(128), static_cast<float>(1.0 / std::sqrt(128.0)));
+  EXPECT_FLOAT_EQ(dhp::default_softmax_scale(128), 0.0883883476f);  // 1/sqrt(128), a literal
 }
 
 }  // namespace

@@ -168,3 +168,17 @@ def test_operator_is_registered():
     schema = str(torch.ops.dhp.attention.default._schema)
     assert "Tensor? seqlens" in schema and "bool causal" in schema, schema
 
+
+
+def test_outputs_on_another_device_are_rejected():
+    # Two devices cannot be had here: the checks on the metadata directly
+    # (q on cuda:0; out and lse on cuda:1). Before session 21 lse was only
+    # required to be on *a* CUDA device.
+    p = _core.Problem("float16", 2, 64, 64, 8, 8, 64, (0,) * 9, 0)
+    q = _core.ArrayInfo(1 << 40, (2, 64, 8, 64), (64 * 8 * 64, 8 * 64, 64, 1), "float16", "cuda", 0)
+    out = q._replace(device_index=1)
+    lse = _core.ArrayInfo(1 << 41, (2, 8, 64), (8 * 64, 64, 1), "float32", "cuda", 1)
+    raises(ValueError, r"^out: must be on q's device cuda:0, got cuda:1", _core.check_out, out, p, q, "bshd")
+    raises(ValueError, r"^lse: must be on q's CUDA device \(index 0\), got cuda:1", _core.check_lse, lse, p)
+    _core.check_lse(lse._replace(device_index=0), p)  # same device: accepted
+    _core.check_lse(lse._replace(device_index=None), p)  # "the current device" (array interface): accepted

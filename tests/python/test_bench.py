@@ -99,4 +99,14 @@ def test_grid_rows_time_contestants_in_interleaved_rotating_rounds(bench, monkey
     assert order == [CONT[(r + i) % n] for r in range(5) for i in range(n)]  # each round starts one later
     assert all(counts[name] == 30 for name in CONT)
     assert row["median_ms"] == {name: pytest.approx(1.0 + 0.1 * i) for i, name in enumerate(CONT)}
-    assert row["check"]["ok"]
+    assert row["check"]["ok"]  # every contestant returned the same tensor
+
+    # The same row with ours returning something else: the cross-check must fail it.
+    def wrong_call(name, c, s):
+        f = (lambda: torch.full((4,), 2.0)) if name == "dhp" else (lambda: torch.ones(4))  # noqa: E731
+        f.who = name
+        return f
+
+    monkeypatch.setattr(bench, "call", wrong_call)
+    row = bench.run_config(c, {"l2_bytes": 0}, warmup=5, iters=30, rounds=5)
+    assert row["check"]["ok"] is False and row["check"]["rel_l2"] > 0.5

@@ -175,13 +175,20 @@ def test_gpu_argument_errors():
 
 
 def test_runs_on_the_current_stream():
+    # Captured into a CUDA graph on a side stream: a launch on any other
+    # stream would either break the capture (the legacy default stream) or
+    # not be captured (so the replay would not write o). Bitwise equal to an
+    # eager call on the current stream (the same kernel, reproducible).
     q, k, v = make_qkv(2, 512, 512, 8, 8, 128, torch.float16)
+    ref = dhp_attention.attention(q, k, v, causal=True)  # also the warm-up outside capture
+    torch.cuda.synchronize()
     side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
         o = dhp_attention.attention(q, k, v, causal=True)
-        ref = dhp_attention.attention(q, k, v, causal=True)
-    torch.cuda.current_stream().wait_stream(side)
+    o.fill_(float("nan"))  # poisoned: only the replay writes it
+    graph.replay()
+    torch.cuda.synchronize()
     assert torch.equal(o, ref)
 
 

@@ -80,7 +80,11 @@ def test_dropout_and_4d_masks_raise(hf):
 
 # -- the model -----------------------------------------------------------------
 
-def _model(impl, seed_state, device="cuda", dtype=torch.float16):
+def _model(impl, seed_state, device="cuda", dtype=None):
+    # dtype resolved here, not in the signature: without PyTorch `torch` is
+    # None and a default argument would fail the whole file's collection
+    # (instead of its tests reporting "skipped: PyTorch not installed").
+    dtype = torch.float16 if dtype is None else dtype
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,

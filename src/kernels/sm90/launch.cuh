@@ -113,7 +113,8 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
     order_cached = choose_tile_order<Traits::kBlockM, Traits::kBlockN>(a, grid);
     std::copy(key, key + 7, order_key);
   }
-  args.tile_order = order_env != nullptr ? std::atoi(order_env) % 4 : order_cached;
+  const int order_forced = order_env != nullptr ? std::atoi(order_env) : -1;
+  args.tile_order = order_forced >= 0 && order_forced <= 3 ? order_forced : order_cached;  // else ignored
   // Causal tiles weigh unequally, and the snake deal leaves the busiest CTA
   // 1.03-1.08x the mean (the call ends with it): a balanced static schedule
   // (scheduler.cuh, balanced_schedule; per-CTA lists from the public shape,
