@@ -104,19 +104,21 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
     [B, H_q, S_q], contiguous). Takes torch tensors or any CUDA array with
     __cuda_array_interface__ or DLPack. stream: a cudaStream_t as an int, a
     torch.cuda.Stream or a CuPy stream; None means torch's current stream for
-    torch tensors, else the legacy default stream (0). Not traced by
+    torch tensors, else the stream the arrays' __cuda_array_interface__ names
+    (all the same one, else ValueError), else the legacy default stream (0). Not traced by
     torch.compile (it mutates its outputs); use attention() there."""
     kw = dict(causal=causal, scale=scale, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k, layout=layout)
     q_info = _core.describe(q, "q")
     p, k_info, v_info, lens = _problem(q_info, k, v, kw)
     o_info = _core.describe(out, "out")
     o_strides = _core.check_out(o_info, p, q_info, layout)
-    lse_ptr = 0
+    lse_ptr, lse_info = 0, None
     if lse is not None:
         lse_info = _core.describe(lse, "lse")
         _core.check_lse(lse_info, p)
         lse_ptr = lse_info.ptr
     if stream is None:
-        stream = torch.cuda.current_stream(q.device).cuda_stream if _is_tensor(q) and q.is_cuda else 0
+        stream = torch.cuda.current_stream(q.device).cuda_stream if _is_tensor(q) and q.is_cuda else \
+            _core.producer_stream([q_info, k_info, v_info, o_info, lse_info, *lens.values()])
     _core.launch(p, q_info, k_info, v_info, o_info.ptr, o_strides, lse_ptr=lse_ptr, causal=causal, scale=scale,
                  stream=_core.stream_handle(stream), **lens)

@@ -36,6 +36,9 @@ class ArrayInfo(NamedTuple):
     dtype: str  # "float16", "bfloat16", "int32", ... or a producer's own spelling
     device_type: str  # "cuda", "cpu", ...
     device_index: Optional[int]
+    # __cuda_array_interface__ v3 "stream": the stream the producer's work on
+    # the array is ordered on (1 legacy default, 2 per-thread default), or None.
+    stream: Optional[int] = None
 
     def device_str(self) -> str:
         return self.device_type if self.device_index is None else f"{self.device_type}:{self.device_index}"
@@ -126,7 +129,22 @@ def _cai_info(cai: dict, name: str) -> ArrayInfo:
             raise ValueError(f"{name}: strides {byte_strides} (bytes) are not multiples of the element size {itemsize}")
         strides = tuple(s // itemsize for s in byte_strides)
     ptr = int(cai["data"][0])
-    return ArrayInfo(ptr, shape, strides, _CAI_TYPES.get(typestr, typestr), "cuda", None)
+    stream = cai.get("stream")
+    stream = int(stream) if isinstance(stream, int) and not isinstance(stream, bool) else None
+    return ArrayInfo(ptr, shape, strides, _CAI_TYPES.get(typestr, typestr), "cuda", None, stream)
+
+
+def producer_stream(infos) -> int:
+    """The stream to launch on when the caller names none and the arrays are
+    not torch tensors: the one their __cuda_array_interface__ names (v3
+    "stream"), so that the kernel is ordered after the producer's writes;
+    else the legacy default stream (0). Arrays naming different streams are
+    an error: which one to wait on is the caller's choice."""
+    named = sorted({i.stream for i in infos if i is not None and i.stream is not None})
+    if len(named) > 1:
+        raise ValueError(f"stream: the arrays' __cuda_array_interface__ name different streams {named}; "
+                         "pass stream= explicitly (ordered after all of their producers)")
+    return named[0] if named else 0
 
 
 # --------------------------------------------------------------------------

@@ -182,3 +182,25 @@ def test_outputs_on_another_device_are_rejected():
     raises(ValueError, r"^lse: must be on q's CUDA device \(index 0\), got cuda:1", _core.check_lse, lse, p)
     _core.check_lse(lse._replace(device_index=0), p)  # same device: accepted
     _core.check_lse(lse._replace(device_index=None), p)  # "the current device" (array interface): accepted
+
+
+def test_cuda_array_interface_stream_orders_the_launch():
+    # v3 "stream": the producer's stream. Without stream=, a call on such
+    # arrays launches on it (after the producer's writes); arrays naming
+    # different streams are refused before any launch.
+    a = FakeCudaArray((2, 64, 8, 64))
+    a.__cuda_array_interface__["stream"] = 0x1234
+    info = _core.describe(a, "q")
+    assert info.stream == 0x1234
+    plain = _core.describe(FakeCudaArray((2, 64, 8, 64)), "k")
+    assert plain.stream is None
+    assert _core.producer_stream([info, plain, None]) == 0x1234
+    assert _core.producer_stream([plain, None]) == 0  # none named: the legacy default stream
+    other = info._replace(stream=0x5678)
+    raises(ValueError, r"^stream: the arrays' __cuda_array_interface__ name different streams",
+           _core.producer_stream, [info, other])
+    q, k, v, out = qkv()
+    k.__cuda_array_interface__["stream"] = 0x5678
+    q.__cuda_array_interface__["stream"] = 0x1234
+    raises(ValueError, r"^stream: the arrays' __cuda_array_interface__ name different streams",
+           dhp_attention.attention_into, q, k, v, out)
