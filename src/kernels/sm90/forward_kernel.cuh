@@ -104,6 +104,23 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
     tma::barrier_init_fence();
   }
+  if constexpr (Traits::kHalfRows) {
+    // Half-row tiles never load Q buffer rows 16w + 8 .. 16w + 15
+    // (producer.cuh), yet the S GEMM reads them (their scores are never
+    // used). Zeroed once here, so that the tensor cores read a constant
+    // there, not whatever an earlier kernel left in this SM's shared memory
+    // (operand values reach timing through power: threat-model.md §8).
+    // Nothing else writes these rows (O is staged in rows 16w .. 16w + 7).
+    // Public trip count and addresses: 16-byte chunks over all threads.
+    constexpr int kChunksPerBuffer = 4 * 8 * 128 / 16;  // 4 slabs x 8 rows x 128 B
+#pragma unroll
+    for (int i = tid; i < Traits::kQStages * kChunksPerBuffer; i += Traits::kThreads) {
+      const int b = i / kChunksPerBuffer, c = i % kChunksPerBuffer;
+      const int row = 16 * (c / 64) + 8 + (c / 8) % 8;
+      *reinterpret_cast<uint4*>(st.q[b] + row * 128 + (c % 8) * 16) = make_uint4(0, 0, 0, 0);
+    }
+    tma::fence_generic_to_async();  // the wgmma reads them through the async proxy
+  }
   __syncthreads();
   // Programmatic dependent launch (launch.cuh): the set-up above may overlap
   // the previous kernel in the stream; no thread touches global memory
