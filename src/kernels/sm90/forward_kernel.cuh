@@ -134,27 +134,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // -2 % at S1024; that kernel is left as it was (SASS-identical).
   const int g = Traits::kHeadDim <= 128 ? __shfl_sync(0xffffffffu, wg_index - 1, 0) : wg_index - 1;
   const int wtid = tid - 128 * wg_index;
-  if constexpr (Traits::kHalfRows) {
-    // Half-row tiles never load Q buffer rows 16w + 8 .. 16w + 15
-    // (producer.cuh), yet the S GEMM reads them (their scores are never
-    // used). Zeroed once, so that the tensor cores read a constant there,
-    // not whatever an earlier kernel left in this SM's shared memory
-    // (operand values reach timing through power: threat-model.md §8).
-    // Nothing else writes these rows (O is staged in rows 16w .. 16w + 7;
-    // TMA writes only those too). Done by the one consumer warpgroup while
-    // its first Q is in flight (before the set-up barrier it cost the small
-    // call 0.24 us: docs/perf-log.md, session 21). Public trip count and
-    // addresses.
-    constexpr int kChunksPerBuffer = 4 * 8 * 128 / 16;  // 4 slabs x 8 rows x 128 B
-#pragma unroll
-    for (int i = wtid; i < Traits::kQStages * kChunksPerBuffer; i += 128) {
-      const int b = i / kChunksPerBuffer, c = i % kChunksPerBuffer;
-      const int row = 16 * (c / 64) + 8 + (c / 8) % 8;
-      *reinterpret_cast<uint4*>(st.q[b] + row * 128 + (c % 8) * 16) = make_uint4(0, 0, 0, 0);
-    }
-    tma::fence_generic_to_async();  // the wgmma reads them through the async proxy
-    consumer_warpgroup_sync(g);     // every warp's rows, before any warp's first S GEMM
-  }
   pingpong::begin<Traits::kConsumers>(g);
   // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
   // while it is below the total, and the next tile is decoded during this
