@@ -157,32 +157,16 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
           st.lens[tc % Traits::kLensSlots][0] = L_q;
           st.lens[tc % Traits::kLensSlots][1] = L_k;
         }
-        // Half-row tiles: a buffer's first use also fills its unloaded rows
-        // (below) -- as many bytes again.
-        const bool first_use = Traits::kHalfRows && tc < Traits::kQStages;  // public: tile count
-        tma::arrive_expect_bytes(&st.q_full[b], Traits::kQLoadBytes * (first_use ? 2 : 1));
+        tma::arrive_expect_bytes(&st.q_full[b], Traits::kQLoadBytes);
         timeline::mark(0, 42);
         constexpr int QR = Traits::kQRows;
         if constexpr (Traits::kHalfRows) {
           // Tile rows 8i .. 8i + 7 into buffer rows 16i .. 16i + 7 (8-row
           // boxes: the tensor map's, launch.cuh); rows 16i + 8 .. 16i + 15
-          // hold no tile row, and their scores are never used.
+          // are never loaded, and their scores never used.
 #pragma unroll
           for (int i = 0; i < 4; ++i)
             tma::load_4d(st.q[b] + 16 * i * 128, tm_q, 0, m0 + 8 * i, tile.head, tile.batch, &st.q_full[b]);
-          // The S GEMM still reads those rows: at a buffer's first use they
-          // are filled with zeros -- boxes at row S_q, wholly past the end,
-          // which the copy engine zero-fills -- so that the tensor cores
-          // read a constant there, not what an earlier kernel left in this
-          // SM's shared memory (operand values reach timing through power:
-          // threat-model.md §8). Nothing else writes them. Asynchronous,
-          // beside the Q load: zeroing them with stores cost the small
-          // call 0.12-0.24 us (docs/perf-log.md, session 21).
-          if (first_use)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              tma::load_4d(st.q[b] + (16 * i + 8) * 128, tm_q, 0, args.seqlen_q, tile.head, tile.batch,
-                           &st.q_full[b]);
         } else {
 #pragma unroll
           for (int cb = 0; cb < Traits::kColBlocks; ++cb)
