@@ -12,6 +12,7 @@
 #include "kernels/forward_args.hpp"
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/scheduler.cuh"
+#include "kernels/sm90/tile_shape.hpp"
 
 namespace {
 
@@ -128,6 +129,40 @@ TEST(Schedule, BalancedListsCoverEveryTileOnceAndBalance) {
   EXPECT_GT((sm90::snake_balance<128, 128>(s1024, 132, sm90::kHeadMajorHeavyFirst)), 1.025);
   EXPECT_LT((expect_valid_balanced<128, 128>(s1024, 132)), 1.015);
   EXPECT_LT((expect_valid_balanced<128, 128>(s4096, 132)), 1.01);
+}
+
+// TileHeights (test_tile_heights.cpp) compares a sequence run alone (B = 1)
+// with the same sequence at position 5 of a batch of 8, and is only a test
+// of batch invariance if the two take different D = 64 tile heights. On the
+// 132-SM H100 / H200 they must, for every shape it uses (else it would
+// compare a kernel with itself and pass whatever the kernels did).
+TEST(TileHeights, ItsShapesTakeDifferentHeightsOn132Sms) {
+  struct Shape {
+    int32_t sq, sk, h;
+    bool causal, lengths;
+  };
+  const Shape shapes[] = {
+      {600, 600, 4, false, false}, {600, 600, 4, false, true}, {600, 600, 4, true, false}, {600, 600, 4, true, true},
+      {1100, 1100, 4, true, false}, {1100, 1300, 4, true, false}, {1300, 1100, 4, true, false},
+      {1100, 1100, 4, true, true},  // shared lengths
+      {600, 600, 2, false, false}, {1000, 777, 2, false, false}, {1100, 1100, 2, true, false},
+      {1100, 1300, 2, true, false}, {1300, 1100, 2, true, false}, {1100, 1100, 4, false, false}};
+  for (const Shape& sh : shapes) {
+    ForwardArgs alone = shape(1, sh.h, sh.sq, sh.causal);
+    alone.seqlen_k = sh.sk;
+    ForwardArgs batch = alone;
+    batch.batch = 8;
+    const int a = sm90::d64_tile_rows(alone, sh.lengths, 132), b = sm90::d64_tile_rows(batch, sh.lengths, 132);
+    EXPECT_NE(a, b) << "S_q " << sh.sq << " S_k " << sh.sk << " H " << sh.h << (sh.causal ? " causal" : "")
+                    << (sh.lengths ? " lengths" : "") << ": both " << a << " rows";
+    EXPECT_TRUE(a == 32 || a == 64) << a;  // one consumer warpgroup alone,
+    EXPECT_TRUE(b == 128 || b == 192) << b;  // two or three in the batch
+  }
+  // The rule itself: a grid that fills the GPU at 128 rows keeps them.
+  EXPECT_EQ(sm90::d64_tile_rows(shape(16, 32, 1024, true), false, 132), 128);
+  EXPECT_EQ(sm90::d64_tile_rows(shape(16, 32, 1024, false), false, 132), 192);
+  EXPECT_EQ(sm90::d64_tile_rows(shape(1, 8, 512, false), false, 132), 32);  // the small call
+  EXPECT_EQ(sm90::d64_tile_rows(shape(1, 8, 512, false), true, 132), 64);   // with secret lengths
 }
 
 // Causal, one shared length L (diagonal public, offset 0): V's padding (keys

@@ -10,7 +10,10 @@
 // batch of 8 (128-row tiles causal, 192 otherwise), with fresh random
 // inputs, a partial last key tile and secret lengths; o and lse must match
 // bit for bit. With DHP_SM90_D64_ROWS set (one height forced) and on other
-// GPUs the test still runs and must pass.
+// GPUs the test still runs and must pass; that on the 132-SM H100 / H200
+// every shape here takes two different heights (so that the comparison is
+// one) is checked on the CPU by TileHeights.ItsShapesTakeDifferentHeightsOn132Sms
+// (test_schedule.cu, against sm90/tile_shape.hpp's rule).
 //
 // The second test does the same for causal sequences past 1024 rows with
 // the diagonal offset both ways (S_q = S_k, S_k > S_q, S_k < S_q, without

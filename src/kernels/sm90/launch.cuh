@@ -15,6 +15,7 @@
 #include "kernels/sm90/padding_scrub.hpp"
 #include "kernels/sm90/schedule_cache.hpp"
 #include "kernels/sm90/tensor_map.hpp"
+#include "kernels/sm90/tile_shape.hpp"
 
 // DHP_SM90_HALF_ROWS=0 keeps D = 64 from the half-row tiles (A/B; launch_by_shape).
 #ifndef DHP_SM90_HALF_ROWS
@@ -51,11 +52,6 @@ inline int sm_count() {
     device_cached = device;
   }
   return count;
-}
-
-// Query tiles of `rows` rows over the whole problem (public shape).
-inline int64_t query_tiles(const kernels::ForwardArgs& a, int rows) {
-  return (static_cast<int64_t>(a.seqlen_q) + rows - 1) / rows * a.heads_q * a.batch;
 }
 
 template <typename Traits>
@@ -226,9 +222,7 @@ template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
-    int rows = a.seqlen_q > 2048 || (!a.causal && a.seqlen_q >= 512) ? 192 : 128;
-    if (a.seqlen_q < 2048 && 2 * query_tiles(a, 128) <= sm_count()) rows = 64;
-    if (rows == 64 && !LENGTHS && DHP_SM90_HALF_ROWS && query_tiles(a, 32) <= sm_count()) rows = 32;
+    int rows = d64_tile_rows(a, LENGTHS, sm_count(), DHP_SM90_HALF_ROWS != 0);  // tile_shape.hpp
     if (rows_env != nullptr) rows = std::atoi(rows_env);
     if constexpr (!LENGTHS)
       if (rows == 32) return launch_forward<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, true>>(a, s);
