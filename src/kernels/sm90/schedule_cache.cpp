@@ -3,7 +3,6 @@
 
 #include <mutex>
 
-
 namespace dhp::sm90 {
 namespace {
 
