@@ -64,8 +64,8 @@ __device__ __forceinline__ void zero_v_padding(uint8_t* tile, int32_t key0, int3
                  : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
                  : "r"(base + 16 * i));
     const ct::Mask keep = ct::ct_mask_lt(key0 + (i / 8) % BN, L_k);  // secret L_k: a select
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(x0 & keep), "r"(x1 & keep),
-                 "r"(x2 & keep), "r"(x3 & keep)
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(ct::ct_and_mask(keep, x0)),
+                 "r"(ct::ct_and_mask(keep, x1)), "r"(ct::ct_and_mask(keep, x2)), "r"(ct::ct_and_mask(keep, x3))
                  : "memory");
   }
 }
