@@ -77,7 +77,7 @@ def attention(q, k, v, *, causal: bool = False, scale: Optional[float] = None, s
         raise ValueError(f"layout: must be 'bshd' or 'bhsd', got {layout!r}")
     args = (q, k, v, seqlens, seqlens_q, seqlens_k, causal, None if scale is None else float(scale), return_lse,
             layout)
-    o, lse = _torch_ops.forward(*args) if _torch_ops.direct_ok(q, k, v) else torch.ops.dhp.attention(*args)
+    o, lse = _torch_ops.forward_eager(*args) if _torch_ops.direct_ok(q, k, v) else torch.ops.dhp.attention(*args)
     return (o, lse) if return_lse else o
 
 

@@ -63,6 +63,72 @@ def forward(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], seqlens_
 
 attention_op = torch.library.custom_op("dhp::attention", forward, mutates_args=())
 
+# --------------------------------------------------------------------------
+# The eager path without the dispatcher (attention() takes it when direct_ok).
+#
+# Everything _core.check decides depends on public metadata alone (shapes,
+# strides, dtypes, devices, layout, causal, scale; never the addresses and
+# never the contents), so its answer for one set of metadata is kept and
+# reused: a call whose metadata matches a checked one skips the Python checks
+# (about 6 us) and the metadata reads through torch_info (about 8 us). The
+# library's own checks (alignment, overlap, launch limits) run on every call
+# (the C ABI's validate, in _C.forward), since they depend on the addresses.
+# Only calls that passed the checks are kept; a bad call raises every time.
+
+# A plan: (device index, the C ABI's arguments before the pointers, its 12
+# strides, o's size and allocation strides, lse's size or None, the scale and
+# causal arguments).
+_PLANS: dict = {}
+_PLANS_MAX = 256  # distinct public shapes kept; the table is cleared when full
+
+
+def _meta(t):
+    # is_cuda with get_device(): get_device() alone is the index of any
+    # accelerator (an XPU tensor's too), and -1 for CPU and meta tensors.
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.is_cuda, t.get_device())
+
+
+def _make_plan(q, k, v, seqlens, seqlens_q, seqlens_k, causal, scale, return_lse, layout):
+    qi, ki, vi, si, sqi, ski = _infos(q, k, v, seqlens, seqlens_q, seqlens_k, False)
+    p = _core.check(qi, ki, vi, layout=layout, causal=causal, scale=scale, seqlens=si, seqlens_q=sqi,
+                    seqlens_k=ski)
+    B, S, H, D = p.batch, p.seqlen_q, p.heads_q, p.head_dim
+    if layout == "bshd":
+        o_size, o_alloc_strides = (B, S, H, D), (S * H * D, H * D, D, 1)
+    else:  # [B, H, S, D] with BSHD memory order, as _outputs
+        o_size, o_alloc_strides = (B, H, S, D), (S * H * D, D, H * D, 1)
+    o_strides = (S * H * D, H * D, D)  # (batch, seq, head) for the C ABI
+    head = (_core._DTYPE_CODES[p.dtype], B, p.seqlen_q, p.seqlen_k, H, p.heads_kv, D)
+    scale_args = (scale is not None, float(scale) if scale is not None else 0.0, causal)
+    device = -1 if p.device_index is None else p.device_index
+    return (device, head, list(p.strides) + list(o_strides), o_size, o_alloc_strides,
+            (B, H, S) if return_lse else None, scale_args)
+
+
+def forward_eager(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], seqlens_q: Optional[Tensor],
+                  seqlens_k: Optional[Tensor], causal: bool, scale: Optional[float], return_lse: bool,
+                  layout: str) -> tuple[Tensor, Optional[Tensor]]:
+    """forward() for direct_ok calls: the same checks (kept per public
+    metadata), the same outputs, bits and errors; lse is None unless
+    return_lse. causal and return_lse must be bools (attention() checks)."""
+    key = (_meta(q), _meta(k), _meta(v), _meta(seqlens), _meta(seqlens_q), _meta(seqlens_k), causal, scale,
+           return_lse, layout)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _make_plan(q, k, v, seqlens, seqlens_q, seqlens_k, causal, scale, return_lse, layout)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    device, head, strides, o_size, o_alloc_strides, lse_size, scale_args = plan
+    o = q.new_empty_strided(o_size, o_alloc_strides)
+    lse = None if lse_size is None else q.new_empty(lse_size, dtype=torch.float32)
+    ptr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
+    _core.require_C().forward(*head, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), strides,
+                              0 if lse is None else lse.data_ptr(), *scale_args, ptr(seqlens), ptr(seqlens_q),
+                              ptr(seqlens_k), _raw_stream(device), device, True)
+    return o, lse
+
+
 _Tensor = torch.Tensor
 
 

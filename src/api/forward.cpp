@@ -3,6 +3,7 @@
 // memory, so no secret is ever inspected on the host.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -34,47 +35,71 @@ KernelChoice kernel_choice() {
   return choice;
 }
 
-// Compute capability of the current device, or an error status.
-Status current_device_cc(int* major) {
-  int count = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();  // clear the sticky "no device" error
-    return Status{DHP_ERROR_NO_DEVICE, std::string("no CUDA device: ") +
-                                           (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices")};
-  }
-  int device = 0;
-  if ((err = cudaGetDevice(&device)) != cudaSuccess) return cuda_failure("cudaGetDevice", err);
-  if ((err = cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess)
-    return cuda_failure("cudaDeviceGetAttribute", err);
-  if (*major < 8)
+// Whether this build has machine code for `major`.`minor`, or the error.
+Status check_supported(int device, int major, int minor) {
+  if (major < 8)
     return Status{DHP_ERROR_NO_DEVICE, "device " + std::to_string(device) + " has compute capability " +
-                                           std::to_string(*major) + ".x; 8.0 or newer is required"};
-  int minor = 0;
-  if ((err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess)
-    return cuda_failure("cudaDeviceGetAttribute", err);
+                                           std::to_string(major) + ".x; 8.0 or newer is required"};
   // Machine code only (no PTX): code compiled at run time for another
   // architecture would not be the code dhp-audit checked. So a device this
   // build has no machine code for is refused here, before any launch.
 #if defined(DHP_HAVE_CC8)
-  const bool cc8 = *major == 8;  // sm_80 code runs on every 8.x
+  const bool cc8 = major == 8;  // sm_80 code runs on every 8.x
 #else
   const bool cc8 = false;
 #endif
 #if defined(DHP_HAVE_SM90)
-  const bool cc90 = *major == 9 && minor == 0;  // sm_90a code: 9.0 only
+  const bool cc90 = major == 9 && minor == 0;  // sm_90a code: 9.0 only
 #else
   const bool cc90 = false;
 #endif
   if (!cc8 && !cc90)
     return Status{DHP_ERROR_UNSUPPORTED,
-                  "device " + std::to_string(device) + " has compute capability " + std::to_string(*major) + "." +
+                  "device " + std::to_string(device) + " has compute capability " + std::to_string(major) + "." +
                       std::to_string(minor) +
                       "; this build has machine code (no PTX) for 8.x (sm_80) and 9.0 (sm_90a) as configured by "
                       "DHP_CUDA_ARCHS, and runs nowhere else"};
   return {};
 }
 
+// Compute capability major of the current device, or an error status.
+// Every call asks the runtime for the current device (cheap: thread state);
+// the capability of devices 0..kCachedDevices-1 is queried once and kept
+// (major * 16 + minor + 1; 0 = not yet asked), since the attribute queries
+// cost a measurable part of a small call's host time. Errors are not kept.
+constexpr int kCachedDevices = 64;
+std::atomic<int> cached_cc[kCachedDevices];
+
+// The status for a failed device query: "no device" when there is none
+// (without a GPU, cudaGetDevice may succeed and the attribute query fail).
+Status device_query_failure(const char* what, cudaError_t err) {
+  int count = 0;
+  const cudaError_t count_err = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();  // clear the sticky "no device" error
+  if (count_err != cudaSuccess || count == 0)
+    return Status{DHP_ERROR_NO_DEVICE, std::string("no CUDA device: ") +
+                                           (count_err != cudaSuccess ? cudaGetErrorString(count_err) : "0 devices")};
+  return cuda_failure(what, err);
+}
+
+Status current_device_cc(int* major) {
+  int device = 0;
+  if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess)
+    return device_query_failure("cudaGetDevice", err);
+  int minor = 0;
+  const bool cacheable = device >= 0 && device < kCachedDevices;
+  const int kept = cacheable ? cached_cc[device].load(std::memory_order_relaxed) : 0;
+  if (kept != 0) {
+    *major = (kept - 1) / 16, minor = (kept - 1) % 16;
+  } else {
+    cudaError_t err = cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    if (err != cudaSuccess) return device_query_failure("cudaDeviceGetAttribute", err);
+    if (cacheable && *major >= 0 && *major < 64 && minor >= 0 && minor < 16)
+      cached_cc[device].store(*major * 16 + minor + 1, std::memory_order_relaxed);
+  }
+  return check_supported(device, *major, minor);
+}
 
 }  // namespace
 

@@ -263,6 +263,40 @@ def test_direct_eager_path_equals_the_operator():
         assert _torch_ops.direct_ok(q, k, v)
 
 
+def test_eager_plans_keep_only_public_checks():
+    """attention()'s eager path keeps _core.check's answer per public metadata
+    (_torch_ops._PLANS). A call that differs only in its addresses must still
+    meet the library's address checks, and a call with other metadata must
+    be checked afresh: each bad call below follows a good one with the same
+    shapes, and must raise."""
+    from dhp_attention import _torch_ops
+
+    q, k, v = make_qkv(2, 200, 200, 4, 4, 64, torch.float16)
+    good = dhp_attention.attention(q, k, v)
+    assert any(key[0][0] == q.shape for key in _torch_ops._PLANS)  # the good call made a plan
+    assert rel_l2(good, reference(q, k, v)[0]) < TOL["float16"]
+    # Same shape and strides, base 2 bytes past a 16-byte boundary: only the
+    # library's own (per-call) check can see it.
+    buf = rand(q.numel() + 1, dtype=torch.float16)
+    q_off = buf[1:].view(q.shape)
+    assert _torch_ops._meta(q_off) == _torch_ops._meta(q)
+    with pytest.raises(ValueError, match="q: pointer must be 16-byte aligned"):
+        dhp_attention.attention(q_off, k, v)
+    with pytest.raises(TypeError, match="k: dtype must match"):
+        dhp_attention.attention(q, k.to(torch.bfloat16), v)
+    with pytest.raises(ValueError, match="k: must be on q's device"):
+        dhp_attention.attention(q, k.cpu(), v)
+    with pytest.raises(ValueError, match="v: the last dimension"):
+        dhp_attention.attention(q, k, torch.empty_strided(v.shape, (v.stride(0), v.stride(1), 1, v.size(2)),
+                                                          dtype=v.dtype, device=v.device))
+    lens = _lengths(2, 200)
+    with pytest.raises(TypeError, match="seqlens: dtype must be int32"):
+        dhp_attention.attention(q, k, v, seqlens=lens.long())
+    o, lse = dhp_attention.attention(q, k, v, seqlens=lens, return_lse=True)  # a new plan, lse allocated
+    assert lse.shape == (2, 4, 200) and lse.dtype == torch.float32
+    _check(o, lse, *reference(q, k, v, seqlens=lens), "float16", "eager plan with lengths")
+
+
 def test_forward_only_backward_raises():
     q, k, v = make_qkv(1, 64, 64, 2, 2, 64, torch.float16)
     q.requires_grad_(True)
