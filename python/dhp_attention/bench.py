@@ -191,40 +191,49 @@ def stats_us(ms: list) -> dict:
 # Runs
 
 def run_config(c, env, warmup, iters, graph_runs=0, rounds=ROUNDS) -> dict:
-    """One row. Grid rows time the contestants in `rounds` interleaved rounds
+    """One row. The contestants are timed in `rounds` interleaved rounds
     (each round: every contestant in turn, the starting one rotating), so
-    that clock and power drift on a power-limited GPU falls on all of them
-    alike instead of on whoever runs last; a contestant's figure is the
-    median over all its timed calls. The small configuration (graph_runs)
-    keeps its long per-contestant runs, eager then graph."""
+    that clock and power drift on a power-limited GPU -- and, for the small
+    configuration's eager calls, which time the host, bursts of other work
+    on the host's CPU -- fall on all of them alike instead of on whoever
+    runs last; a contestant's figure is the median over all its timed calls.
+    The small configuration (graph_runs) times graph_runs calls per
+    contestant and mode, eager and as CUDA-graph replays, in each round's
+    turn."""
     row = {k: (DT_NAME[v] if k == "dtype" else v) for k, v in c.items()}
     row.update(tflops={}, median_ms={}, error={}, check=None)
     sets = input_sets(c, env["l2_bytes"])
     row["input_sets"] = len(sets)
-    outs, fns_by, samples = {}, {}, {}
+    outs, fns_by, graphs_by, samples, eager_ms, graph_ms = {}, {}, {}, {}, {}, {}
     for name in CONTESTANTS:
         try:
             with backend(name):
                 fns = [call(name, c, s) for s in sets]
                 outs[name] = fns[0]()
+                time_events(fns, warmup, 0)  # warm-up (and any lazy set-up) outside the rounds
                 if graph_runs:
-                    eager = time_events(fns, warmup, graph_runs)
-                    graphs = as_graphs(fns, torch.cuda.graph_pool_handle())
-                    row.setdefault("eager_us", {})[name] = stats_us(eager)
-                    row.setdefault("graph_us", {})[name] = stats_us(time_events(graphs, warmup, graph_runs))
-                    samples[name] = [statistics.median(eager)]
-                else:
-                    time_events(fns, warmup, 0)  # warm-up (and any lazy set-up) outside the rounds
-                    fns_by[name], samples[name] = fns, []
+                    graphs_by[name] = as_graphs(fns, torch.cuda.graph_pool_handle())
+                    time_events(graphs_by[name], warmup, 0)
+                    eager_ms[name], graph_ms[name] = [], []
+                fns_by[name], samples[name] = fns, []
         except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # backend unavailable for this shape
             row["error"][name] = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
             torch.cuda.synchronize()
+            fns_by.pop(name, None), graphs_by.pop(name, None), samples.pop(name, None)
     names = list(fns_by)
-    per_round = max(1, -(-iters // rounds))
+    per_round = max(1, -(-(graph_runs or iters) // rounds))
     for r in range(rounds if names else 0):
         for name in names[r % len(names):] + names[:r % len(names)]:
             with backend(name):
-                samples[name] += time_events(fns_by[name], 1, per_round)
+                if graph_runs:
+                    eager_ms[name] += time_events(fns_by[name], 1, per_round)
+                    graph_ms[name] += time_events(graphs_by[name], 1, per_round)
+                else:
+                    samples[name] += time_events(fns_by[name], 1, per_round)
+    for name in eager_ms:
+        row.setdefault("eager_us", {})[name] = stats_us(eager_ms[name])
+        row.setdefault("graph_us", {})[name] = stats_us(graph_ms[name])
+        samples[name] = [statistics.median(eager_ms[name])]
     for name, ms in samples.items():
         row["median_ms"][name] = statistics.median(ms)
         row["tflops"][name] = flops(c) / (row["median_ms"][name] * 1e-3) / 1e12

@@ -110,3 +110,48 @@ def test_grid_rows_time_contestants_in_interleaved_rotating_rounds(bench, monkey
     monkeypatch.setattr(bench, "call", wrong_call)
     row = bench.run_config(c, {"l2_bytes": 0}, warmup=5, iters=30, rounds=5)
     assert row["check"]["ok"] is False and row["check"]["rel_l2"] > 0.5
+
+
+def test_small_configuration_interleaves_eager_and_graph_runs(bench, monkeypatch):
+    # The small configuration's eager calls time the host; they are taken in
+    # the same rotating rounds as the grid rows, each contestant's eager run
+    # followed by its graph replays, so that a burst of other work on the
+    # host falls on every contestant alike.
+    import torch
+    order, counts = [], {}
+
+    def fake_call(name, c, s):
+        f = lambda: torch.ones(4)  # noqa: E731
+        f.who = name
+        return f
+
+    def fake_graphs(fns, pool):
+        g = lambda: None  # noqa: E731
+        g.who = "graph:" + fns[0].who
+        return [g]
+
+    def fake_time(fns, warmup, iters):
+        who = fns[0].who
+        if iters:
+            order.append(who)
+            counts[who] = counts.get(who, 0) + iters
+        base = 10.0 if who.startswith("graph:") else 30.0
+        return [base + CONT.index(who.split(":")[-1])] * iters
+
+    CONT = bench.CONTESTANTS
+    monkeypatch.setattr(bench, "input_sets", lambda c, l2: [{}])
+    monkeypatch.setattr(bench, "call", fake_call)
+    monkeypatch.setattr(bench, "as_graphs", fake_graphs)
+    monkeypatch.setattr(bench, "time_events", fake_time)
+    monkeypatch.setattr(bench.torch.cuda, "graph_pool_handle", lambda: None)
+    c = dict(group="small", dtype=torch.float16, B=1, Hq=8, Hkv=8, S=512, D=64, causal=False, lengths=False)
+    row = bench.run_config(c, {"l2_bytes": 0}, warmup=50, iters=0, graph_runs=1000, rounds=5)
+    n = len(CONT)
+    assert order == [w for r in range(5) for i in range(n) for w in (CONT[(r + i) % n], "graph:" + CONT[(r + i) % n])]
+    assert all(counts[name] == 1000 and counts["graph:" + name] == 1000 for name in CONT)
+    for i, name in enumerate(CONT):
+        assert row["eager_us"][name]["runs"] == 1000 and row["eager_us"][name]["median"] == pytest.approx(
+            (30.0 + i) * 1000)
+        assert row["graph_us"][name]["median"] == pytest.approx((10.0 + i) * 1000)
+        assert row["median_ms"][name] == pytest.approx(30.0 + i)
+    assert row["check"]["ok"]
