@@ -71,16 +71,20 @@ def test_plot_writes_a_png(bench, tmp_path):
     assert note.startswith("plot:") and (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def _fake_call(name, c, s):
+    """A stand-in contestant: returns the same tensor as every other; tagged
+    with its name for the fake time_events."""
+    import torch
+    f = lambda: torch.ones(4)  # noqa: E731
+    f.who = name
+    return f
+
+
 def test_grid_rows_time_contestants_in_interleaved_rotating_rounds(bench, monkeypatch):
     # Stand-ins for the GPU parts: every contestant returns the same tensor;
     # time_events records who is timed, in what order, and returns fake ms.
     import torch
     order, counts = [], {}
-
-    def fake_call(name, c, s):
-        f = lambda: torch.ones(4)  # noqa: E731
-        f.who = name
-        return f
 
     def fake_time(fns, warmup, iters):
         who = fns[0].who
@@ -91,7 +95,7 @@ def test_grid_rows_time_contestants_in_interleaved_rotating_rounds(bench, monkey
 
     CONT = bench.CONTESTANTS
     monkeypatch.setattr(bench, "input_sets", lambda c, l2: [{}])
-    monkeypatch.setattr(bench, "call", fake_call)
+    monkeypatch.setattr(bench, "call", _fake_call)
     monkeypatch.setattr(bench, "time_events", fake_time)
     c = dict(group="grid", dtype=torch.float16, B=1, Hq=2, Hkv=2, S=128, D=64, causal=False, lengths=False)
     row = bench.run_config(c, {"l2_bytes": 0}, warmup=5, iters=30, rounds=5)
@@ -120,11 +124,6 @@ def test_small_configuration_interleaves_eager_and_graph_runs(bench, monkeypatch
     import torch
     order, counts = [], {}
 
-    def fake_call(name, c, s):
-        f = lambda: torch.ones(4)  # noqa: E731
-        f.who = name
-        return f
-
     def fake_graphs(fns, pool):
         g = lambda: None  # noqa: E731
         g.who = "graph:" + fns[0].who
@@ -140,7 +139,7 @@ def test_small_configuration_interleaves_eager_and_graph_runs(bench, monkeypatch
 
     CONT = bench.CONTESTANTS
     monkeypatch.setattr(bench, "input_sets", lambda c, l2: [{}])
-    monkeypatch.setattr(bench, "call", fake_call)
+    monkeypatch.setattr(bench, "call", _fake_call)
     monkeypatch.setattr(bench, "as_graphs", fake_graphs)
     monkeypatch.setattr(bench, "time_events", fake_time)
     monkeypatch.setattr(bench.torch.cuda, "graph_pool_handle", lambda: None)
