@@ -26,6 +26,11 @@
 #ifndef DHP_SM90_BN256
 #define DHP_SM90_BN256 80
 #endif
+// K/V stages at D = 256 (A/B knob: 1 stage of 128-key tiles is cuDNN's D256
+// shape, docs/perf-log.md session 22).
+#ifndef DHP_SM90_STAGES256
+#define DHP_SM90_STAGES256 2
+#endif
 #ifndef DHP_SM90_O_IN_RING
 #define DHP_SM90_O_IN_RING 1
 #endif
@@ -105,7 +110,7 @@ struct Sm90Traits {
   static constexpr int kBlockM = HALF_ ? 32 : kQRows;  // query rows per tile
   static constexpr int kBlockN = BN_;
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
-  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : 2;
+  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : D == 256 ? DHP_SM90_STAGES256 : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
