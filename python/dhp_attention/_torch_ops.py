@@ -111,8 +111,12 @@ def forward_eager(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], se
     """forward() for direct_ok calls: the same checks (kept per public
     metadata), the same outputs, bits and errors; lse is None unless
     return_lse. causal and return_lse must be bools (attention() checks)."""
+    # type(scale): True == 1.0 and hashes alike, yet check_scale refuses a bool.
     key = (_meta(q), _meta(k), _meta(v), _meta(seqlens), _meta(seqlens_q), _meta(seqlens_k), causal, scale,
-           return_lse, layout)
+           type(scale), return_lse, layout)
+    if type(causal) is not bool or type(return_lse) is not bool:  # 1 == True: the key cannot tell them apart
+        raise TypeError(f"causal, return_lse: must be bools, got {type(causal).__name__}, "
+                        f"{type(return_lse).__name__}")
     plan = _PLANS.get(key)
     if plan is None:
         plan = _make_plan(q, k, v, seqlens, seqlens_q, seqlens_k, causal, scale, return_lse, layout)

@@ -205,6 +205,13 @@ def run_config(c, env, warmup, iters, graph_runs=0, rounds=ROUNDS) -> dict:
     sets = input_sets(c, env["l2_bytes"])
     row["input_sets"] = len(sets)
     outs, fns_by, graphs_by, samples, eager_ms, graph_ms = {}, {}, {}, {}, {}, {}
+
+    def drop(name, e):  # a backend unavailable for this shape, or failing: n/a with its error, no check
+        row["error"][name] = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        torch.cuda.synchronize()
+        for d in (outs, fns_by, graphs_by, samples, eager_ms, graph_ms):
+            d.pop(name, None)
+
     for name in CONTESTANTS:
         try:
             with backend(name):
@@ -216,20 +223,23 @@ def run_config(c, env, warmup, iters, graph_runs=0, rounds=ROUNDS) -> dict:
                     time_events(graphs_by[name], warmup, 0)
                     eager_ms[name], graph_ms[name] = [], []
                 fns_by[name], samples[name] = fns, []
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # backend unavailable for this shape
-            row["error"][name] = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
-            torch.cuda.synchronize()
-            fns_by.pop(name, None), graphs_by.pop(name, None), samples.pop(name, None)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+            drop(name, e)
     names = list(fns_by)
     per_round = max(1, -(-(graph_runs or iters) // rounds))
     for r in range(rounds if names else 0):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            with backend(name):
-                if graph_runs:
-                    eager_ms[name] += time_events(fns_by[name], 1, per_round)
-                    graph_ms[name] += time_events(graphs_by[name], 1, per_round)
-                else:
-                    samples[name] += time_events(fns_by[name], 1, per_round)
+            if name not in fns_by:  # failed in an earlier round
+                continue
+            try:
+                with backend(name):
+                    if graph_runs:
+                        eager_ms[name] += time_events(fns_by[name], 1, per_round)
+                        graph_ms[name] += time_events(graphs_by[name], 1, per_round)
+                    else:
+                        samples[name] += time_events(fns_by[name], 1, per_round)
+            except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                drop(name, e)
     for name in eager_ms:
         row.setdefault("eager_us", {})[name] = stats_us(eager_ms[name])
         row.setdefault("graph_us", {})[name] = stats_us(graph_ms[name])

@@ -154,3 +154,30 @@ def test_small_configuration_interleaves_eager_and_graph_runs(bench, monkeypatch
         assert row["graph_us"][name]["median"] == pytest.approx((10.0 + i) * 1000)
         assert row["median_ms"][name] == pytest.approx(30.0 + i)
     assert row["check"]["ok"]
+
+
+def test_a_contestant_failing_in_a_timed_round_is_dropped(bench, monkeypatch):
+    # A peer that raises in its second timed turn: its row entry becomes its
+    # error (n/a in the table), it is never the cross-check's reference, and
+    # the others keep their figures.
+    import torch
+    turns = {}
+
+    def fake_time(fns, warmup, iters):
+        who = fns[0].who
+        if iters:
+            turns[who] = turns.get(who, 0) + 1
+            if who == "cuDNN" and turns[who] == 2:
+                raise RuntimeError("cuDNN Frontend error: stand-in failure\nsecond line")
+        return [1.0] * iters
+
+    monkeypatch.setattr(bench, "input_sets", lambda c, l2: [{}])
+    monkeypatch.setattr(bench, "call", _fake_call)
+    monkeypatch.setattr(bench, "time_events", fake_time)
+    monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda: None)
+    c = dict(group="grid", dtype=torch.float16, B=1, Hq=2, Hkv=2, S=128, D=64, causal=False, lengths=False)
+    row = bench.run_config(c, {"l2_bytes": 0}, warmup=5, iters=30, rounds=5)
+    assert row["error"]["cuDNN"] == "cuDNN Frontend error: stand-in failure"
+    assert "cuDNN" not in row["tflops"] and turns["cuDNN"] == 2
+    assert all(name in row["tflops"] for name in bench.CONTESTANTS if name != "cuDNN")
+    assert row["check"]["ok"] and row["check"]["against"] != "cuDNN"

@@ -290,11 +290,21 @@ def test_eager_plans_keep_only_public_checks():
         dhp_attention.attention(q, k, torch.empty_strided(v.shape, (v.stride(0), v.stride(1), 1, v.size(2)),
                                                           dtype=v.dtype, device=v.device))
     lens = _lengths(2, 200)
-    with pytest.raises(TypeError, match="seqlens: dtype must be int32"):
-        dhp_attention.attention(q, k, v, seqlens=lens.long())
     o, lse = dhp_attention.attention(q, k, v, seqlens=lens, return_lse=True)  # a new plan, lse allocated
     assert lse.shape == (2, 4, 200) and lse.dtype == torch.float32
     _check(o, lse, *reference(q, k, v, seqlens=lens), "float16", "eager plan with lengths")
+    with pytest.raises(TypeError, match="seqlens: dtype must be int32"):
+        dhp_attention.attention(q, k, v, seqlens=lens.long(), return_lse=True)
+    with pytest.raises(ValueError, match="seqlens: must be on a CUDA device"):
+        dhp_attention.attention(q, k, v, seqlens=lens.cpu(), return_lse=True)
+    strided = torch.zeros(4, dtype=torch.int32, device="cuda")[::2]
+    with pytest.raises(ValueError, match="seqlens: must be contiguous"):
+        dhp_attention.attention(q, k, v, seqlens=strided, return_lse=True)
+    dhp_attention.attention(q, k, v, scale=1.0)  # a plan for scale 1.0; True == 1.0 and hashes alike
+    with pytest.raises(TypeError, match="scale: must be a float"):
+        _torch_ops.forward_eager(q, k, v, None, None, None, False, True, False, "bshd")
+    with pytest.raises(TypeError, match="causal, return_lse: must be bools"):  # 1 == False is False, 1 == True
+        _torch_ops.forward_eager(q, k, v, None, None, None, 1, None, False, "bshd")
 
 
 def test_forward_only_backward_raises():
