@@ -279,16 +279,25 @@ def require_C():
     return _C
 
 
+def c_public_args(p: Problem, o_strides: tuple, causal: bool, scale) -> tuple:
+    """The C ABI forward()'s public arguments, in its order (python/src/module.cpp):
+    (dtype and sizes: before the pointers; the 12 strides; has_scale, scale,
+    causal: after lse). The one place that builds them; launch() and the eager
+    path (_torch_ops.forward_eager) put the pointers, stream and device around them."""
+    shape = (_DTYPE_CODES[p.dtype], p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim)
+    flags = (scale is not None, float(scale) if scale is not None else 0.0, causal)
+    return shape, list(p.strides) + list(o_strides), flags
+
+
 def launch(p: Problem, q: ArrayInfo, k: ArrayInfo, v: ArrayInfo, o_ptr: int, o_strides: tuple, *,
            lse_ptr: int = 0, causal: bool, scale, seqlens: Optional[ArrayInfo] = None,
            seqlens_q: Optional[ArrayInfo] = None, seqlens_k: Optional[ArrayInfo] = None,
            stream: int = 0, launch: bool = True) -> None:
     """Validates in the library (alignment, stride rules, overlap) and, if
     `launch`, enqueues the kernel on `stream`. ValueError on a bad argument."""
+    shape, strides, flags = c_public_args(p, o_strides, causal, scale)
     require_C().forward(
-        _DTYPE_CODES[p.dtype], p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim,
-        q.ptr, k.ptr, v.ptr, o_ptr, list(p.strides) + list(o_strides), lse_ptr,
-        scale is not None, float(scale) if scale is not None else 0.0, causal,
+        *shape, q.ptr, k.ptr, v.ptr, o_ptr, strides, lse_ptr, *flags,
         seqlens.ptr if seqlens is not None else 0, seqlens_q.ptr if seqlens_q is not None else 0,
         seqlens_k.ptr if seqlens_k is not None else 0, stream,
         -1 if p.device_index is None else p.device_index, launch)

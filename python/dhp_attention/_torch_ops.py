@@ -23,16 +23,21 @@ def _infos(q, k, v, seqlens, seqlens_q, seqlens_k, with_ptr):
     return f(q, with_ptr), f(k, with_ptr), f(v, with_ptr), opt(seqlens), opt(seqlens_q), opt(seqlens_k)
 
 
-def _outputs(p: _core.Problem, layout: str, return_lse: bool, device) -> tuple[Tensor, Tensor]:
-    """Outputs in BSHD memory order for both layouts: for "bhsd" the result is a
+def _o_layout(p: _core.Problem, layout: str) -> tuple[tuple, tuple, tuple]:
+    """o's size and allocation strides, and its (batch, seq, head) strides for
+    the C ABI. BSHD memory order for both layouts: for "bhsd" o is a
     [B, H, S, D] tensor with BSHD strides, as SDPA's flash backend returns, so
     that the (B, S, H*D) reshape every model does next is free."""
     B, S, H, D = p.batch, p.seqlen_q, p.heads_q, p.head_dim
-    if layout == "bshd":
-        o = torch.empty((B, S, H, D), dtype=_DTYPES[p.dtype], device=device)
-    else:
-        o = torch.empty_strided((B, H, S, D), (S * H * D, D, H * D, 1), dtype=_DTYPES[p.dtype], device=device)
-    lse_shape = (B, H, S) if return_lse else _LSE_EMPTY
+    size, strides = ((B, S, H, D), (S * H * D, H * D, D, 1)) if layout == "bshd" else \
+        ((B, H, S, D), (S * H * D, D, H * D, 1))
+    return size, strides, (S * H * D, H * D, D)
+
+
+def _outputs(p: _core.Problem, layout: str, return_lse: bool, device) -> tuple[Tensor, Tensor]:
+    size, strides, _ = _o_layout(p, layout)
+    o = torch.empty_strided(size, strides, dtype=_DTYPES[p.dtype], device=device)
+    lse_shape = (p.batch, p.heads_q, p.seqlen_q) if return_lse else _LSE_EMPTY
     return o, torch.empty(lse_shape, dtype=torch.float32, device=device)
 
 
@@ -53,9 +58,7 @@ def forward(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], seqlens_
     p = _core.check(qi, ki, vi, layout=layout, causal=causal, scale=scale, seqlens=si, seqlens_q=sqi,
                     seqlens_k=ski)
     o, lse = _outputs(p, layout, return_lse, q.device)
-    H, D = p.heads_q, p.head_dim
-    o_strides = (p.seqlen_q * H * D, H * D, D)  # (batch, seq, head) of the BSHD memory _outputs made
-    _core.launch(p, qi, ki, vi, o.data_ptr(), o_strides, lse_ptr=lse.data_ptr() if return_lse else 0,
+    _core.launch(p, qi, ki, vi, o.data_ptr(), _o_layout(p, layout)[2], lse_ptr=lse.data_ptr() if return_lse else 0,
                  causal=causal, scale=scale, seqlens=si, seqlens_q=sqi, seqlens_k=ski,
                  stream=_raw_stream(q.device.index))
     return o, lse
@@ -75,9 +78,9 @@ attention_op = torch.library.custom_op("dhp::attention", forward, mutates_args=(
 # (the C ABI's validate, in _C.forward), since they depend on the addresses.
 # Only calls that passed the checks are kept; a bad call raises every time.
 
-# A plan: (device index, the C ABI's arguments before the pointers, its 12
-# strides, o's size and allocation strides, lse's size or None, the scale and
-# causal arguments).
+# A plan: (device index, o's size and allocation strides, lse's size or None,
+# and _core.c_public_args: the C ABI's arguments other than pointers, stream
+# and device).
 _PLANS: dict = {}
 _PLANS_MAX = 256  # distinct public shapes kept; the table is cleared when full
 
@@ -88,21 +91,18 @@ def _meta(t):
     return None if t is None else (t.shape, t.stride(), t.dtype, t.is_cuda, t.get_device())
 
 
+def _ptr(t) -> int:
+    return 0 if t is None else t.data_ptr()
+
+
 def _make_plan(q, k, v, seqlens, seqlens_q, seqlens_k, causal, scale, return_lse, layout):
     qi, ki, vi, si, sqi, ski = _infos(q, k, v, seqlens, seqlens_q, seqlens_k, False)
     p = _core.check(qi, ki, vi, layout=layout, causal=causal, scale=scale, seqlens=si, seqlens_q=sqi,
                     seqlens_k=ski)
-    B, S, H, D = p.batch, p.seqlen_q, p.heads_q, p.head_dim
-    if layout == "bshd":
-        o_size, o_alloc_strides = (B, S, H, D), (S * H * D, H * D, D, 1)
-    else:  # [B, H, S, D] with BSHD memory order, as _outputs
-        o_size, o_alloc_strides = (B, H, S, D), (S * H * D, D, H * D, 1)
-    o_strides = (S * H * D, H * D, D)  # (batch, seq, head) for the C ABI
-    head = (_core._DTYPE_CODES[p.dtype], B, p.seqlen_q, p.seqlen_k, H, p.heads_kv, D)
-    scale_args = (scale is not None, float(scale) if scale is not None else 0.0, causal)
-    device = -1 if p.device_index is None else p.device_index
-    return (device, head, list(p.strides) + list(o_strides), o_size, o_alloc_strides,
-            (B, H, S) if return_lse else None, scale_args)
+    o_size, o_alloc_strides, o_strides = _o_layout(p, layout)
+    return (-1 if p.device_index is None else p.device_index, o_size, o_alloc_strides,
+            (p.batch, p.heads_q, p.seqlen_q) if return_lse else None,
+            _core.c_public_args(p, o_strides, causal, scale))
 
 
 def forward_eager(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], seqlens_q: Optional[Tensor],
@@ -111,25 +111,24 @@ def forward_eager(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], se
     """forward() for direct_ok calls: the same checks (kept per public
     metadata), the same outputs, bits and errors; lse is None unless
     return_lse. causal and return_lse must be bools (attention() checks)."""
-    # type(scale): True == 1.0 and hashes alike, yet check_scale refuses a bool.
-    key = (_meta(q), _meta(k), _meta(v), _meta(seqlens), _meta(seqlens_q), _meta(seqlens_k), causal, scale,
-           type(scale), return_lse, layout)
     if type(causal) is not bool or type(return_lse) is not bool:  # 1 == True: the key cannot tell them apart
         raise TypeError(f"causal, return_lse: must be bools, got {type(causal).__name__}, "
                         f"{type(return_lse).__name__}")
+    # type(scale): True == 1.0 and hashes alike, yet check_scale refuses a bool.
+    key = (_meta(q), _meta(k), _meta(v), _meta(seqlens), _meta(seqlens_q), _meta(seqlens_k), causal, scale,
+           type(scale), return_lse, layout)
     plan = _PLANS.get(key)
     if plan is None:
         plan = _make_plan(q, k, v, seqlens, seqlens_q, seqlens_k, causal, scale, return_lse, layout)
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.clear()
         _PLANS[key] = plan
-    device, head, strides, o_size, o_alloc_strides, lse_size, scale_args = plan
+    device, o_size, o_alloc_strides, lse_size, (shape, strides, flags) = plan
     o = q.new_empty_strided(o_size, o_alloc_strides)
     lse = None if lse_size is None else q.new_empty(lse_size, dtype=torch.float32)
-    ptr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
-    _core.require_C().forward(*head, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), strides,
-                              0 if lse is None else lse.data_ptr(), *scale_args, ptr(seqlens), ptr(seqlens_q),
-                              ptr(seqlens_k), _raw_stream(device), device, True)
+    _core.require_C().forward(*shape, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), strides, _ptr(lse),
+                              *flags, _ptr(seqlens), _ptr(seqlens_q), _ptr(seqlens_k), _raw_stream(device), device,
+                              True)
     return o, lse
 
 

@@ -69,7 +69,7 @@ void raise_status(dhp_status s, const char* message) {
 }
 
 // Argument order of `forward`/`validate`; the Python layer builds it in one
-// place (dhp_attention/_core.py, _c_args).
+// place (dhp_attention/_core.py, c_public_args).
 struct Args {
   int32_t dtype;
   int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
