@@ -134,6 +134,18 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // -2 % at S1024; that kernel is left as it was (SASS-identical).
   const int g = Traits::kHeadDim <= 128 ? __shfl_sync(0xffffffffu, wg_index - 1, 0) : wg_index - 1;
   const int wtid = tid - 128 * wg_index;
+  // The thread's index in its warpgroup, read from the special register at
+  // the point of use (volatile: not hoisted); the one-GEMM kernel's
+  // epilogue takes it so, rather than hold wtid through the main loop.
+  auto lane_of_warpgroup_now = [&] {
+    if constexpr (Traits::kOneGemm) {
+      uint32_t t;
+      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+      return static_cast<int>(t % 128);
+    } else {
+      return wtid;
+    }
+  };
   pingpong::begin<Traits::kConsumers>(g);
   // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
   // while it is below the total, and the next tile is decoded during this
@@ -147,9 +159,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const sm80::KeyTileRange<BM, BN> range(args, m0);
     // Per-thread row offsets are the same in every tile. With three consumer
     // warpgroups they are rebuilt per tile from an opaque copy of the thread
-    // index (kernels/common/opaque.cuh: no register to hold them); with two
-    // that would move their arithmetic into the main loop, so they stay.
-    const int wtid_here = Traits::kConsumers == 3 ? kernels::opaque_copy(wtid) : wtid;
+    // index (kernels/common/opaque.cuh: no register to hold them through the
+    // main loop); with one GEMM in flight (mainloop.cuh, kOneGemm: 128-key
+    // tiles at D = 256) from the thread index read again, so that not even
+    // the index is held. Elsewhere that would move their arithmetic into the
+    // main loop, so they stay.
+    constexpr bool kRebuild = Traits::kConsumers == 3 || Traits::kOneGemm;
+    const int wtid_here = Traits::kOneGemm ? lane_of_warpgroup_now()
+                          : kRebuild       ? kernels::opaque_copy(wtid)
+                                           : wtid;
     // The warp's first row in the Q buffer (where O is staged) and in the
     // tile (half-row tiles: 8 rows per warp, kernel_traits.cuh).
     const int warp_row0 = 64 * g + 16 * (wtid_here / 32);
@@ -196,7 +214,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                                                               args.lse != nullptr ? args.lse + lse_row0 : nullptr,
                                                               wtid_here % 32);
     timeline::tile(1 + g, tc, 5);
-    constexpr bool kRebuild = Traits::kConsumers == 3;  // likewise the staging address
     if (Traits::kStageOInRing && range.n_end > 0) {  // public
       // O staged in the last key tile's ring slot (kernel_traits.cuh): this
       // warpgroup's half of it once the other warpgroup no longer reads it
@@ -211,11 +228,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // the select two predicated writes, which dhp-audit reads as a
       // possibly-secret address: a guarded write joins the old value).
       const uint8_t* stage = st.k[s_last] + g * static_cast<int>(st.v[0] - st.k[0]);
-      epilogue::store_rows_tma<T, 64, D>(as_frag<D>(o), stage, warp_row0 - 64 * g, &tm_o, m0 + warp_row0, tile.head,
-                                         tile.batch, wtid_here % 32);
+      epilogue::store_rows_tma<T, 64, D, kRebuild>(as_frag<D>(o), stage, warp_row0 - 64 * g, &tm_o, m0 + warp_row0,
+                                                   tile.head, tile.batch, wtid_here % 32);
       timeline::mark(1 + g, 42);
       timeline::tile(1 + g, tc, 6);
-      epilogue::wait_staging_free(wtid % 32);
+      epilogue::wait_staging_free(lane_of_warpgroup_now() % 32);
       tma::arrive(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
     } else {
       const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
@@ -229,7 +246,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       if constexpr (Traits::kQStages == 1) {
         // The next Q lands in these bytes (TMA): this warp's stores must have
         // read them before its threads release the buffer.
-        epilogue::wait_staging_free(wtid % 32);
+        epilogue::wait_staging_free(lane_of_warpgroup_now() % 32);
         tma::arrive(&st.q_empty[0]);
       }
     }
@@ -239,7 +256,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cur = next;
   }
   pingpong::end<Traits::kConsumers>(g);
-  epilogue::wait_staging_free(wtid % 32);  // shared memory outlives the last stores' reads
+  epilogue::wait_staging_free(lane_of_warpgroup_now() % 32);  // shared memory outlives the last stores' reads
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)
   // first two key lengths so that the analysis can tell the classes apart.

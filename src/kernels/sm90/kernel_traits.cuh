@@ -23,13 +23,32 @@
 #ifndef DHP_SM90_STAGES64
 #define DHP_SM90_STAGES64 3
 #endif
+// One GEMM in flight per consumer warpgroup (mainloop.cuh), a mask by head
+// dim (1: D = 64, 2: D = 128, 4: D = 256): S(j), softmax, P(j)·V(j), each
+// GEMM waited before the next is issued, so that S and P are never live
+// together. Shipped for D = 256, where it is what lets the key tile grow
+// from 80 to 128 keys (cuDNN's D256 shape; docs/perf-log.md, session 23):
+// O 128 + S 64 registers at the peak, consumers at 240 and the producer at
+// 24 (Sm90Traits below), one K/V stage (Q 64 KB + K 64 KB + V 64 KB).
+// DHP_SM90_ONE_GEMM=0 restores the overlapped loop with 80-key tiles and
+// two stages (A/B).
+#ifndef DHP_SM90_ONE_GEMM
+#define DHP_SM90_ONE_GEMM 4
+#endif
 #ifndef DHP_SM90_BN256
+#if DHP_SM90_ONE_GEMM & 4
+#define DHP_SM90_BN256 128
+#else
 #define DHP_SM90_BN256 80
 #endif
-// K/V stages at D = 256 (A/B knob: 1 stage of 128-key tiles is cuDNN's D256
-// shape, docs/perf-log.md session 22).
+#endif
+// K/V stages at D = 256: what fits beside the 64 KB Q buffer.
 #ifndef DHP_SM90_STAGES256
+#if DHP_SM90_ONE_GEMM & 4
+#define DHP_SM90_STAGES256 1
+#else
 #define DHP_SM90_STAGES256 2
+#endif
 #endif
 #ifndef DHP_SM90_O_IN_RING
 #define DHP_SM90_O_IN_RING 1
@@ -119,8 +138,11 @@ struct Sm90Traits {
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K (two
   // consumers); 128 x 32 + 384 x 160 = 64K (three); one consumer has room
   // to spare (64-row tiles for grids that would not fill the GPU).
-  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : DHP_SM90_PRODUCER_REGS;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : DHP_SM90_CONSUMER_REGS;
+  // One GEMM in flight per consumer warpgroup (DHP_SM90_ONE_GEMM above;
+  // mainloop.cuh): 128 x 24 + 256 x 240 = 64 512, the launch's 168 x 384.
+  static constexpr bool kOneGemm = (DHP_SM90_ONE_GEMM & head_dim_bit(D)) != 0 && NC_ == 2 && !HALF_;
+  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kOneGemm ? 24 : DHP_SM90_PRODUCER_REGS;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kOneGemm ? 240 : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
   // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
   // so the producer loads the next tile's Q -- and, behind it, that tile's

@@ -319,6 +319,49 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       }
   };
 
+  // One GEMM in flight (Traits::kOneGemm): step it is S(it), its wait, the
+  // softmax, P(it)·V(it), its wait; the ring slot's K and V halves are
+  // released after their GEMM as in the other loop (release_k,
+  // release_last_v: with O staged in the ring, the last slot's halves are
+  // kept for it).
+  auto run_one_gemm_steps = [&](int32_t n_tiles) {
+    static_assert(!Traits::kOneGemm || (!kTurnExp && !Traits::kHalfRows && Traits::kConsumers == 2),
+                  "one GEMM in flight: turns around the GEMM issue, two consumer warpgroups");
+    for (int32_t it = 0; it < n_tiles; ++it) {  // public trip count
+      const int s = view.stage(it);
+      const uint32_t ph = view.parity(it);
+      const bool last = it == n_tiles - 1;  // public
+      tma::wait<true>(&st.k_full[s], ph);
+      gemm_turn_wait();
+      wg::fence_operands(sacc);
+      wg::fence();
+      issue_qk(s);  // S(it)
+      gemm_turn_pass();
+      if (it == 0) after_first_issue();  // public
+      wg::wait<0>();
+      wg::fence_operands(sacc);
+      release_k(s, last);
+      scores_to_p(n_tiles - 1 - it);
+      rescale_o();  // O = 0 at it = 0: harmless (alpha is finite)
+      pack_p();
+      tma::wait<true>(view.v_landed(it), ph);
+      gemm_turn_wait();
+      wg::fence_operands(o);
+      wg::fence_operands(p);
+      wg::fence();
+      issue_pv(s);  // O += P(it) V(it)
+      gemm_turn_pass();
+      if (last) before_tail_wait();  // public
+      wg::wait<0>();
+      wg::fence_operands(o);
+      wg::fence_operands(p);
+      if (last)  // public
+        release_last_v(s);
+      else
+        tma::arrive(&st.v_empty[s]);
+    }
+  };
+
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   timeline::mark(1 + g, 0);
@@ -339,7 +382,9 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     sm.export_to(out_sm);  // no key seen: l = 0, so O = 0 and lse = -inf (clipped anyway)
     return;
   }
-  if (n_tiles > 0) {
+  if (n_tiles > 0 && Traits::kOneGemm) {  // public
+    run_one_gemm_steps(n_tiles);
+  } else if (n_tiles > 0) {
     // Prologue: S for the first key tile (n = n_tiles - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     timeline::mark(1 + g, 2);
