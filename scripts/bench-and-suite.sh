@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One GPU run for a kernel change: builds the GPU suite, runs it by shape and
-# with D = 64 forced to 128-row tiles, then installs the Python package and
-# runs the benchmark command (python -m dhp_attention.bench). Logs to $OUT.
+# One GPU run for a kernel change: builds the GPU suite, runs it by shape,
+# with each D = 64 tile height forced and each D = 256 main loop forced,
+# then installs the Python package and runs the benchmark command (python -m dhp_attention.bench). Logs to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-bench-and-suite-out}"; mkdir -p "$out"
@@ -12,6 +12,8 @@ echo "GPU suite by shape: $(build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1
 echo "GPU suite, D64 128-row tiles: $(DHP_SM90_D64_ROWS=128 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
 echo "GPU suite, D64 64-row tiles: $(DHP_SM90_D64_ROWS=64 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
 echo "GPU suite, D64 32-row tiles: $(DHP_SM90_D64_ROWS=32 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
+echo "GPU suite, D256 one GEMM in flight everywhere: $(DHP_SM90_D256_ONE_GEMM=1 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
+echo "GPU suite, D256 overlapped loop everywhere: $(DHP_SM90_D256_ONE_GEMM=0 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
 python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 || { echo "pip install failed"; tail -5 "$out/pip.log"; exit 1; }
 (cd /tmp && python3 -m dhp_attention.bench --out-dir "$out" ${BENCH_FLAGS:-}) > "$out/bench.log" 2>&1
 echo "bench rc $?"

@@ -165,6 +165,23 @@ TEST(TileHeights, ItsShapesTakeDifferentHeightsOn132Sms) {
   EXPECT_EQ(sm90::d64_tile_rows(shape(1, 8, 512, false), true, 132), 64);   // with secret lengths
 }
 
+// D = 256's main loop (tile_shape.hpp, d256_one_gemm): chosen from the
+// public shape, never the batch, and never the one-GEMM kernel with secret
+// lengths (not built).
+TEST(D256MainLoop, OneGemmForShortAndShortCausalOnly) {
+  EXPECT_TRUE(sm90::d256_one_gemm(shape(32, 8, 512, false), false));
+  EXPECT_TRUE(sm90::d256_one_gemm(shape(16, 8, 1024, true), false));
+  EXPECT_FALSE(sm90::d256_one_gemm(shape(16, 8, 1024, false), false));
+  EXPECT_FALSE(sm90::d256_one_gemm(shape(8, 8, 2048, true), false));
+  EXPECT_FALSE(sm90::d256_one_gemm(shape(1, 8, 16384, false), false));
+  EXPECT_FALSE(sm90::d256_one_gemm(shape(32, 8, 512, false), true));  // secret lengths
+  for (int32_t s : {100, 512, 513, 1000, 1024, 1025, 4096})
+    for (bool causal : {false, true}) {
+      ForwardArgs one = shape(1, 8, s, causal), many = shape(64, 8, s, causal);
+      EXPECT_EQ(sm90::d256_one_gemm(one, false), sm90::d256_one_gemm(many, false)) << s;
+    }
+}
+
 // Causal, one shared length L (diagonal public, offset 0): V's padding (keys
 // >= L) may meet a valid row (< L) only inside the query tile's band
 // (kernel_traits.cuh, v_band_tiles), where the kernel zeroes it; P·V of any

@@ -51,6 +51,8 @@ PER_PC = [
 # Of the guard branch in front of a retry block only these may vary (it runs
 # every time; whether it is taken is the wait's outcome).
 GUARD_VARIES = {"thread_inst_pred_on", "branch_divergent"}
+# How far behind its try-wait the guard branch may lie (instructions).
+GUARD_WINDOW = 128
 # Opcodes a retry block may contain; anything else and the block is not exempt.
 RETRY_OPS = {"SYNCS.PHASECHK.TRANS64.TRYWAIT", "SYNCS.PHASECHK.TRANS64", "NANOSLEEP.SYNCS", "BRA", "IMAD.U32",
              "MOV", "IMAD.MOV.U32"}
@@ -82,11 +84,14 @@ def branch_target(operands, base):
 
 def retry_op(inst):
     """An instruction a retry loop may contain: RETRY_OPS, with IMAD only in
-    its move form (IMAD.U32 / IMAD.MOV.U32 d, RZ, RZ, x: the barrier address
-    or phase again), never a real multiply-add."""
+    its move form (IMAD.U32 / IMAD.MOV.U32 / IMAD.MOV d, RZ, RZ, x: the
+    barrier address or phase again, possibly under a predicate that picks
+    one of two addresses), never a real multiply-add, nor IMAD.MOV's negated
+    form (d = -x)."""
     op, operands = inst[3], [o.strip() for o in inst[4].split(",")]
-    if op in ("IMAD.U32", "IMAD.MOV.U32"):
-        return len(operands) == 4 and operands[1] == "RZ" and operands[2] == "RZ"
+    if op in ("IMAD.U32", "IMAD.MOV.U32", "IMAD.MOV"):
+        return len(operands) == 4 and operands[1] == "RZ" and operands[2] == "RZ" and \
+            not operands[3].startswith("-")
     return op in RETRY_OPS
 
 
@@ -100,10 +105,13 @@ def retry_blocks(insts, base=0):
         if op != "SYNCS.PHASECHK.TRANS64.TRYWAIT":
             continue
         flag = operands.split(",")[0].strip()
-        # The guard follows within a few instructions (ptxas may schedule
-        # independent work between); stop at any other branch or at a
-        # redefinition of the flag.
-        for j in range(i + 1, min(i + 17, len(insts))):
+        # The guard follows the try-wait, maybe far behind it: ptxas issues
+        # the (non-blocking) try-wait early and schedules independent work
+        # between (the D = 256 kernel's V wait sits ahead of ~40 softmax
+        # instructions). Stop at any other branch, an exit, another
+        # try-wait or a redefinition of the flag; the work between runs
+        # once whatever the wait's outcome, and is compared as usual.
+        for j in range(i + 1, min(i + GUARD_WINDOW + 1, len(insts))):
             goff, gneg, gpred, gop, gops = insts[j]
             if gop != "BRA":
                 if gop in ("EXIT", "SYNCS.PHASECHK.TRANS64.TRYWAIT") or gops.split(",")[0].strip() == flag:
@@ -320,6 +328,29 @@ def selftest(check):
     inline[0x00] = "IMAD.U32 R21, RZ, RZ, UR20"
     inline[0x50] = "@P2 BRA 0x7010"
     check(not retry_blocks(parse_sass(inline), base)[0], "a loop entered in its middle by another branch is not exempt")
+    # The address picked again inside the loop under a public predicate
+    # (ptxas's form of ConsumerView::v_landed in the D = 256 kernel).
+    picked = {0x00: "IMAD.MOV.U32 R13, RZ, RZ, R12", 0x10: "@!P1 IMAD.MOV R13, RZ, RZ, R6",
+              0x20: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R13+URZ+0x30020], R0",
+              0x30: "@!P0 NANOSLEEP.SYNCS 0x989680", 0x40: "@!P0 SYNCS.PHASECHK.TRANS64 P0, [R13+URZ+0x30020], R0",
+              0x50: "@!P0 BRA 0x7000", 0x60: "FADD R2, R2, R3"}
+    ex5, _, bl5, _ = retry_blocks(parse_sass(picked), base)
+    check(ex5 == {0x00, 0x10, 0x20, 0x30, 0x40, 0x50} and bl5 == [(0x00, 0x50)],
+          "an in-line try-wait loop that picks its barrier by a predicated move is exempt")
+    picked[0x10] = "@!P1 IMAD.MOV R13, RZ, RZ, -R6"
+    check(not retry_blocks(parse_sass(picked), base)[0], "IMAD.MOV's negated form is not a retry op")
+    # A guard far behind its try-wait (independent work scheduled between).
+    far = {0x00: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x30020], R2"}
+    for k in range(1, 41):
+        far[0x10 * k] = f"FFMA R{20 + k % 8}, R{30 + k % 8}, R4, -R5"
+    far.update({0x290: "@!P0 BRA 0x7300", 0x2a0: "EXIT", 0x300: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x30020], R2",
+                0x310: "@!P0 NANOSLEEP.SYNCS 0x989680", 0x320: "@!P0 SYNCS.PHASECHK.TRANS64 P0, [R3+URZ+0x30020], R2",
+                0x330: "@!P0 BRA 0x7300", 0x340: "BRA 0x72a0"})
+    ex6, g6, bl6, _ = retry_blocks(parse_sass(far), base)
+    check(g6 == {0x290} and bl6 == [(0x300, 0x340)] and 0x100 not in ex6,
+          "a guard 40 instructions behind its try-wait is found; the work between is not exempt")
+    far[0x150] = "ISETP.NE.AND P0, PT, R2, RZ, PT"
+    check(not retry_blocks(parse_sass(far), base)[1], "a flag redefined before the branch: that branch is no guard")
 
     def launch(retries, fadd=64, taken=0):
         return {0x00: {"inst": 8, "thread_inst": 256}, 0x10: {"inst": 8}, 0x20: {"inst": 8, "thread_inst_pred_on": taken},

@@ -23,32 +23,12 @@
 #ifndef DHP_SM90_STAGES64
 #define DHP_SM90_STAGES64 3
 #endif
-// One GEMM in flight per consumer warpgroup (mainloop.cuh), a mask by head
-// dim (1: D = 64, 2: D = 128, 4: D = 256): S(j), softmax, P(j)·V(j), each
-// GEMM waited before the next is issued, so that S and P are never live
-// together. Shipped for D = 256, where it is what lets the key tile grow
-// from 80 to 128 keys (cuDNN's D256 shape; docs/perf-log.md, session 23):
-// O 128 + S 64 registers at the peak, consumers at 240 and the producer at
-// 24 (Sm90Traits below), one K/V stage (Q 64 KB + K 64 KB + V 64 KB).
-// DHP_SM90_ONE_GEMM=0 restores the overlapped loop with 80-key tiles and
-// two stages (A/B).
-#ifndef DHP_SM90_ONE_GEMM
-#define DHP_SM90_ONE_GEMM 4
-#endif
 #ifndef DHP_SM90_BN256
-#if DHP_SM90_ONE_GEMM & 4
-#define DHP_SM90_BN256 128
-#else
 #define DHP_SM90_BN256 80
 #endif
-#endif
-// K/V stages at D = 256: what fits beside the 64 KB Q buffer.
+// K/V stages of the D = 256 kernel with the overlapped main loop (A/B knob).
 #ifndef DHP_SM90_STAGES256
-#if DHP_SM90_ONE_GEMM & 4
-#define DHP_SM90_STAGES256 1
-#else
 #define DHP_SM90_STAGES256 2
-#endif
 #endif
 #ifndef DHP_SM90_O_IN_RING
 #define DHP_SM90_O_IN_RING 1
@@ -104,7 +84,15 @@ struct Sm90Config<256> {
 // (launch.cuh picks by shape); the other head dims with 2. BN_: key tile
 // width, Sm90Config's unless launch.cuh picks another by shape (D = 128).
 // HALF_: 32-row tiles (one consumer warpgroup at D = 64, below).
-template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN, bool HALF_ = false>
+// ONE_GEMM_: one GEMM in flight per consumer warpgroup (mainloop.cuh,
+// kOneGemm): S(j), its wait, the softmax, P(j)·V(j), its wait, so that S
+// and P are never live together. What lets D = 256 take 128-key tiles
+// (cuDNN's D256 shape; docs/perf-log.md, session 23): O 128 + S 64
+// registers at the peak, consumers at 240 and the producer at 24, one K/V
+// stage beside the 64 KB Q (64 + 64 + 64 KB). launch.cuh takes it where
+// it measured faster (short and causal sequences).
+template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN, bool HALF_ = false,
+          bool ONE_GEMM_ = false>
 struct Sm90Traits {
   using T = T_;
   static constexpr int kHeadDim = D;
@@ -129,7 +117,9 @@ struct Sm90Traits {
   static constexpr int kBlockM = HALF_ ? 32 : kQRows;  // query rows per tile
   static constexpr int kBlockN = BN_;
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
-  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : D == 256 ? DHP_SM90_STAGES256 : 2;
+  static constexpr bool kOneGemm = ONE_GEMM_;
+  static_assert(!ONE_GEMM_ || (NC_ == 2 && !HALF_), "one GEMM in flight: two consumer warpgroups, 64-row halves");
+  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : D == 256 ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256) : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
@@ -138,9 +128,8 @@ struct Sm90Traits {
   // Register split (setmaxnreg): 128 x 40 + 256 x 232 <= 64K (two
   // consumers); 128 x 32 + 384 x 160 = 64K (three); one consumer has room
   // to spare (64-row tiles for grids that would not fill the GPU).
-  // One GEMM in flight per consumer warpgroup (DHP_SM90_ONE_GEMM above;
-  // mainloop.cuh): 128 x 24 + 256 x 240 = 64 512, the launch's 168 x 384.
-  static constexpr bool kOneGemm = (DHP_SM90_ONE_GEMM & head_dim_bit(D)) != 0 && NC_ == 2 && !HALF_;
+  // One GEMM in flight (kOneGemm): 128 x 24 + 256 x 240 = 64 512, the
+  // launch's 168 x 384.
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kOneGemm ? 24 : DHP_SM90_PRODUCER_REGS;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kOneGemm ? 240 : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");

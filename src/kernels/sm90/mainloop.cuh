@@ -13,6 +13,10 @@
 //    ping-pong alone on every row of the quick grid (H200), and again at
 //    D = 128 in session 12 (-1 to -3 %: the softmax then runs ≈ 500 cycles
 //    longer, about the P·V's own time; docs/perf-log.md), so off by default.
+// With one GEMM in flight (Traits::kOneGemm: D = 256 with 128-key tiles,
+// where S, P and O do not fit in registers together) each step is S(j),
+// its wait, the softmax, P(j)·V(j), its wait instead; the turns still
+// alternate one GEMM at a time (run_one_gemm_steps below).
 // Every barrier operation runs the same number of times in both warpgroups
 // (public trip count), so the hand-offs always balance. The turn order runs
 // on across the tiles of the persistent loop: pingpong::begin before the

@@ -58,7 +58,7 @@ __device__ __forceinline__ void zero_v_padding(uint8_t* tile, int32_t key0, int3
   constexpr int BN = Traits::kBlockN, kChunks = Traits::kKVBytes / 16;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
   // Two chunks in flight per thread; one where the producer has 24
-  // registers (the one-GEMM D = 256 kernel: two spilled 8 bytes).
+  // registers (the one-GEMM kernels: two spilled 8 bytes at D = 256).
   constexpr int kUnroll = Traits::kProducerRegs < 32 ? 1 : 2;
 #pragma unroll kUnroll
   for (int i = t; i < kChunks; i += 96) {  // public trip count

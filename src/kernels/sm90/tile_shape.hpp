@@ -1,6 +1,6 @@
-// The Hopper launcher's D = 64 tile height, from the public shape and the
-// SM count alone (launch.cuh, launch_by_shape, says why each height is
-// taken where it is). Host-only and pure, so that the CPU tests can check
+// The Hopper launcher's D = 64 tile height and D = 256 main loop, from the
+// public shape and the SM count alone (launch.cuh, launch_by_shape, says
+// why each is taken where it is). Host-only and pure, so that the CPU tests can check
 // which height a shape gets on a given GPU (tests/gpu/test_schedule.cu).
 #pragma once
 
@@ -22,6 +22,14 @@ inline int d64_tile_rows(const kernels::ForwardArgs& a, bool secret_lengths, int
   if (a.seqlen_q < 2048 && 2 * query_tiles(a, 128) <= sms) rows = 64;
   if (rows == 64 && !secret_lengths && half_rows_built && query_tiles(a, 32) <= sms) rows = 32;
   return rows;
+}
+
+// D = 256 with one GEMM in flight and 128-key tiles (Sm90Traits, ONE_GEMM_)
+// instead of the overlapped loop with 80-key tiles and two K/V stages:
+// causal with S_k <= 1024, and S_k <= 512. Not with secret lengths (that
+// kernel is not built: builds stay lean). Public shape only; never the batch.
+inline bool d256_one_gemm(const kernels::ForwardArgs& a, bool secret_lengths) {
+  return !secret_lengths && (a.seqlen_k <= 512 || (a.causal && a.seqlen_k <= 1024));
 }
 
 }  // namespace dhp::sm90
