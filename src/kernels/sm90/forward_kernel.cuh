@@ -1,8 +1,9 @@
 // The Hopper (sm_90a) constant-time attention forward kernel: persistent
 // (at most one CTA per SM, tiles from the static schedule in scheduler.cuh),
-// TMA loads into a two-stage shared-memory ring, wgmma for both GEMMs, one
-// producer and two or three consumer warpgroups (warp specialisation with
-// setmaxnreg), ping-pong between the consumers (mainloop.cuh). Same
+// TMA loads into a shared-memory ring (kernel_traits.cuh: one to three K/V
+// stages), wgmma for both GEMMs, one producer and two or three consumer
+// warpgroups (warp specialisation with setmaxnreg), ping-pong between the
+// consumers (mainloop.cuh). Same
 // contract as the portable kernel: the key loop's trip count is public,
 // masking is by select (in every tile when lengths are secret), every output
 // row < S_q is written; the epilogue's arithmetic (1/l, empty rows, lse) is

@@ -66,7 +66,8 @@ constexpr int head_dim_bit(int d) { return d == 64 ? 1 : d == 128 ? 2 : 4; }
 template <int D>
 struct Sm90Config;
 // Key tile: as wide as registers allow (S tile = BN/2 fp32 registers, O =
-// D/2) with two K/V stages in shared memory (three at D = 64).
+// D/2) with two K/V stages in shared memory (three at D = 64); the
+// one-GEMM D = 256 kernel takes 128 keys and one stage (Sm90Traits).
 template <>
 struct Sm90Config<64> {
   static constexpr int kBlockN = DHP_SM90_BN64;

@@ -247,8 +247,8 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // for causal S_k <= 1024 and any S_k <= 512 (tile_shape.hpp,
     // d256_one_gemm): +1 to +3 % there on the H100 and H200; on long
     // non-causal sequences it lost 2-8 % to the overlapped loop with 80-key
-    // tiles and two K/V stages, whose second stage hides the loads
-    // (docs/perf-log.md, session 23). Secret lengths: the overlapped loop
+    // tiles and two K/V stages (likely the loads one stage cannot hide;
+    // docs/perf-log.md, session 23). Secret lengths: the overlapped loop
     // always. DHP_SM90_D256_ONE_GEMM=0|1 forces one (tests, A/B).
     static const char* one_env = std::getenv("DHP_SM90_D256_ONE_GEMM");
     const bool one = one_env != nullptr ? std::atoi(one_env) != 0 : d256_one_gemm(a, LENGTHS);
