@@ -53,6 +53,11 @@ PER_PC = [
 GUARD_VARIES = {"thread_inst_pred_on", "branch_divergent"}
 # How far behind its try-wait the guard branch may lie (instructions).
 GUARD_WINDOW = 128
+# Control flow (opcode before its first '.'): none may lie between a
+# try-wait and its guard.
+# (BSSY, which only records a reconvergence point, is not among them.)
+CONTROL_OPS = {"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "BSYNC", "BREAK", "BPT", "KILL", "WARPSYNC", "YIELD"}
+JUMP_OPS = {"BRA", "BRX", "JMP", "JMX", "CALL"}
 # Opcodes a retry block may contain; anything else and the block is not exempt.
 RETRY_OPS = {"SYNCS.PHASECHK.TRANS64.TRYWAIT", "SYNCS.PHASECHK.TRANS64", "NANOSLEEP.SYNCS", "BRA", "IMAD.U32",
              "MOV", "IMAD.MOV.U32"}
@@ -82,13 +87,16 @@ def branch_target(operands, base):
     return int(m.group(0), 16) - base if m else None
 
 
-def retry_op(inst):
+def retry_op(inst, flag=None):
     """An instruction a retry loop may contain: RETRY_OPS, with IMAD only in
     its move form (IMAD.U32 / IMAD.MOV.U32 / IMAD.MOV d, RZ, RZ, x: the
-    barrier address or phase again, possibly under a predicate that picks
-    one of two addresses), never a real multiply-add, nor IMAD.MOV's negated
-    form (d = -x)."""
+    barrier address or phase again), never a real multiply-add, nor
+    IMAD.MOV's negated form (d = -x). Unpredicated, or predicated on the
+    wait's own flag (`flag`, when given): a move under another predicate
+    would have its predicate-true count exempt from the comparison."""
     op, operands = inst[3], [o.strip() for o in inst[4].split(",")]
+    if inst[2] and inst[2] not in ("PT", flag):
+        return False
     if op in ("IMAD.U32", "IMAD.MOV.U32", "IMAD.MOV"):
         return len(operands) == 4 and operands[1] == "RZ" and operands[2] == "RZ" and \
             not operands[3].startswith("-")
@@ -100,6 +108,7 @@ def retry_blocks(insts, base=0):
     list of blocks as (start, end) offsets, list of rejected blocks with the
     opcode that disqualified them)."""
     index = {off: i for i, (off, *_rest) in enumerate(insts)}
+    branch_targets = {branch_target(o[4], base) for o in insts if o[3].split(".")[0] in JUMP_OPS}
     exempt, guards, blocks, rejected = set(), set(), [], []
     for i, (off, _neg, _pred, op, operands) in enumerate(insts):
         if op != "SYNCS.PHASECHK.TRANS64.TRYWAIT":
@@ -107,14 +116,22 @@ def retry_blocks(insts, base=0):
         flag = operands.split(",")[0].strip()
         # The guard follows the try-wait, maybe far behind it: ptxas issues
         # the (non-blocking) try-wait early and schedules independent work
-        # between (the D = 256 kernel's V wait sits ahead of ~40 softmax
-        # instructions). Stop at any other branch, an exit, another
-        # try-wait or a redefinition of the flag; the work between runs
-        # once whatever the wait's outcome, and is compared as usual.
+        # between (the one-GEMM D = 256 kernel's V wait sits ahead of ~40
+        # softmax instructions). The work between runs once whatever the
+        # wait's outcome, and is compared as usual. The scan stops at
+        # anything that could make the branch found not this wait's guard:
+        # any control-flow instruction but a plain BRA, another try-wait,
+        # any instruction that names the flag among its operands (a write
+        # in any destination position, or a read: conservative), and any
+        # instruction that another branch jumps to (the flag could arrive
+        # there from elsewhere).
         for j in range(i + 1, min(i + GUARD_WINDOW + 1, len(insts))):
             goff, gneg, gpred, gop, gops = insts[j]
+            if goff in branch_targets:
+                break
             if gop != "BRA":
-                if gop in ("EXIT", "SYNCS.PHASECHK.TRANS64.TRYWAIT") or gops.split(",")[0].strip() == flag:
+                tokens = {t.strip() for t in gops.replace("!", "").split(",")}
+                if gop.split(".")[0] in CONTROL_OPS or gop == "SYNCS.PHASECHK.TRANS64.TRYWAIT" or flag in tokens:
                     break
                 continue
             if not gneg or gpred != flag:
@@ -128,7 +145,9 @@ def retry_blocks(insts, base=0):
                 if insts[k][3] == "BRA" and not insts[k][2]:
                     break  # the unconditional jump back ends the block
                 k += 1
-            bad = [b[3] for b in body if not retry_op(b)]
+            # The block's own try-wait may set another flag than the in-line one.
+            own = {b[4].split(",")[0].strip() for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"}
+            bad = [b[3] for b in body if not any(retry_op(b, f) for f in own | {flag})]
             has_wait = any(b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for b in body)
             back = insts[j + 1][0] if j + 1 < len(insts) else None  # where the guard falls through
             closed = bool(body) and body[-1][3] == "BRA" and not body[-1][2] and \
@@ -165,7 +184,7 @@ def retry_blocks(insts, base=0):
         targets = (branch_target(o[4], base) for o in insts if o[3] == "BRA" and o[0] != boff)
         entered_elsewhere = any(t is not None and start <= t <= boff for t in targets)
         waits = [b for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"]
-        only_retry = all(retry_op(b) for b in body) and sum(b[3] == "BRA" for b in body) == 1
+        only_retry = all(retry_op(b, bpred) for b in body) and sum(b[3] == "BRA" for b in body) == 1
         on_own_flag = all(bpred == w[4].split(",")[0].strip() for w in waits)
         if waits and start not in exempt and not entered_elsewhere and bneg and only_retry and on_own_flag:
             blocks.append((start, boff))
@@ -328,17 +347,19 @@ def selftest(check):
     inline[0x00] = "IMAD.U32 R21, RZ, RZ, UR20"
     inline[0x50] = "@P2 BRA 0x7010"
     check(not retry_blocks(parse_sass(inline), base)[0], "a loop entered in its middle by another branch is not exempt")
-    # The address picked again inside the loop under a public predicate
-    # (ptxas's form of ConsumerView::v_landed in the D = 256 kernel).
-    picked = {0x00: "IMAD.MOV.U32 R13, RZ, RZ, R12", 0x10: "@!P1 IMAD.MOV R13, RZ, RZ, R6",
+    # IMAD.MOV's move form re-forming the address inside the loop.
+    picked = {0x00: "IMAD.MOV.U32 R13, RZ, RZ, R12", 0x10: "IMAD.MOV R13, RZ, RZ, R6",
               0x20: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R13+URZ+0x30020], R0",
               0x30: "@!P0 NANOSLEEP.SYNCS 0x989680", 0x40: "@!P0 SYNCS.PHASECHK.TRANS64 P0, [R13+URZ+0x30020], R0",
               0x50: "@!P0 BRA 0x7000", 0x60: "FADD R2, R2, R3"}
     ex5, _, bl5, _ = retry_blocks(parse_sass(picked), base)
     check(ex5 == {0x00, 0x10, 0x20, 0x30, 0x40, 0x50} and bl5 == [(0x00, 0x50)],
-          "an in-line try-wait loop that picks its barrier by a predicated move is exempt")
-    picked[0x10] = "@!P1 IMAD.MOV R13, RZ, RZ, -R6"
+          "an in-line try-wait loop that re-forms its address with IMAD.MOV is exempt")
+    picked[0x10] = "IMAD.MOV R13, RZ, RZ, -R6"
     check(not retry_blocks(parse_sass(picked), base)[0], "IMAD.MOV's negated form is not a retry op")
+    picked[0x10] = "@!P1 IMAD.MOV R13, RZ, RZ, R6"
+    check(not retry_blocks(parse_sass(picked), base)[0],
+          "a move under another predicate than the wait's is not a retry op (its predicate count would go unchecked)")
     # A guard far behind its try-wait (independent work scheduled between).
     far = {0x00: "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ+0x30020], R2"}
     for k in range(1, 41):
@@ -351,6 +372,15 @@ def selftest(check):
           "a guard 40 instructions behind its try-wait is found; the work between is not exempt")
     far[0x150] = "ISETP.NE.AND P0, PT, R2, RZ, PT"
     check(not retry_blocks(parse_sass(far), base)[1], "a flag redefined before the branch: that branch is no guard")
+    far[0x150] = "ISETP.NE.AND P1, P0, R2, RZ, PT"
+    check(not retry_blocks(parse_sass(far), base)[1], "nor a flag written as a second destination")
+    far[0x150] = "IADD3 R4, P0, R2, R3, RZ"
+    check(not retry_blocks(parse_sass(far), base)[1], "nor as a carry-out")
+    far[0x150] = "BRA.DIV 0x7400"
+    check(not retry_blocks(parse_sass(far), base)[1], "nor past another control-flow instruction (BRA.DIV)")
+    far[0x150] = "FFMA R25, R35, R4, -R5"
+    far[0x2a0] = "@P3 BRA 0x7200"
+    check(not retry_blocks(parse_sass(far), base)[1], "nor past an instruction another branch jumps to")
 
     def launch(retries, fadd=64, taken=0):
         return {0x00: {"inst": 8, "thread_inst": 256}, 0x10: {"inst": 8}, 0x20: {"inst": 8, "thread_inst_pred_on": taken},

@@ -135,9 +135,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // -2 % at S1024; that kernel is left as it was (SASS-identical).
   const int g = Traits::kHeadDim <= 128 ? __shfl_sync(0xffffffffu, wg_index - 1, 0) : wg_index - 1;
   const int wtid = tid - 128 * wg_index;
-  // The thread's index in its warpgroup, read from the special register at
-  // the point of use (volatile: not hoisted); the one-GEMM kernel's
-  // epilogue takes it so, rather than hold wtid through the main loop.
+  // The thread's index in its warpgroup, read again from the special
+  // register (volatile asm: the compiler cannot reuse an earlier read); the
+  // one-GEMM kernel takes it so per tile and in its epilogue.
   auto lane_of_warpgroup_now = [&] {
     if constexpr (Traits::kOneGemm) {
       uint32_t t;
@@ -162,9 +162,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // warpgroups they are rebuilt per tile from an opaque copy of the thread
     // index (kernels/common/opaque.cuh: no register to hold them through the
     // main loop); with one GEMM in flight (mainloop.cuh, kOneGemm: 128-key
-    // tiles at D = 256) from the thread index read again, so that not even
-    // the index is held. Elsewhere that would move their arithmetic into the
-    // main loop, so they stay.
+    // tiles at D = 256) from the thread index read again per tile, which
+    // took that kernel from 24 bytes of spills to none (the epilogue's
+    // staging addresses had been hoisted out of the tile loop). Elsewhere
+    // that would move their arithmetic into the main loop, so they stay.
     constexpr bool kRebuild = Traits::kConsumers == 3 || Traits::kOneGemm;
     const int wtid_here = Traits::kOneGemm ? lane_of_warpgroup_now()
                           : kRebuild       ? kernels::opaque_copy(wtid)

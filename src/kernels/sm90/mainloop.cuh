@@ -16,7 +16,9 @@
 // With one GEMM in flight (Traits::kOneGemm: D = 256 with 128-key tiles,
 // where S, P and O do not fit in registers together) each step is S(j),
 // its wait, the softmax, P(j)·V(j), its wait instead; the turns still
-// alternate one GEMM at a time (run_one_gemm_steps below).
+// alternate one GEMM at a time (run_one_gemm_steps below). The switches
+// below that move work between overlapped GEMMs (DHP_SM90_INTRA_WG_OVERLAP,
+// DHP_SM90_RESCALE_UNDER_S) do not apply to that loop.
 // Every barrier operation runs the same number of times in both warpgroups
 // (public trip count), so the hand-offs always balance. The turn order runs
 // on across the tiles of the persistent loop: pingpong::begin before the

@@ -57,10 +57,7 @@ template <typename Traits>
 __device__ __forceinline__ void zero_v_padding(uint8_t* tile, int32_t key0, int32_t L_k, int t) {
   constexpr int BN = Traits::kBlockN, kChunks = Traits::kKVBytes / 16;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-  // Two chunks in flight per thread; one where the producer has 24
-  // registers (the one-GEMM kernels: two spilled 8 bytes at D = 256).
-  constexpr int kUnroll = Traits::kProducerRegs < 32 ? 1 : 2;
-#pragma unroll kUnroll
+#pragma unroll 2
   for (int i = t; i < kChunks; i += 96) {  // public trip count
     uint32_t x0, x1, x2, x3;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
