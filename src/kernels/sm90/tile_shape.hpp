@@ -1,7 +1,7 @@
 // The Hopper launcher's D = 64 tile height and D = 256 main loop, from the
 // public shape and the SM count alone (launch.cuh, launch_by_shape, says
-// why each is taken where it is). Host-only and pure, so that the CPU tests can check
-// which height a shape gets on a given GPU (tests/gpu/test_schedule.cu).
+// why each is taken where it is). Host-only and pure, so that the CPU tests
+// can check what a shape gets on a given GPU (tests/gpu/test_schedule.cu).
 #pragma once
 
 #include <cstdint>
