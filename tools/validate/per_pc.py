@@ -313,6 +313,13 @@ def selftest(check):
     exempt, guards, blocks, rejected = retry_blocks(insts, base)
     check(exempt == {0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0} and guards == {0x20} and blocks == [(0x60, 0xb0)]
           and not rejected, "the out-of-line try-wait loop is one retry block; its in-line branch is the guard")
+    other = dict(text)  # the block's own try-wait on another flag than the in-line one
+    other.update({0x70: "SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R3+URZ+0x30000], R0", 0x80: "@!P1 NANOSLEEP.SYNCS 0x989680",
+                  0x90: "@!P1 SYNCS.PHASECHK.TRANS64 P1, [R3+URZ+0x30000], R0", 0xa0: "@!P1 BRA 0x7060"})
+    check(retry_blocks(parse_sass(other), base)[2] == [(0x60, 0xb0)],
+          "an out-of-line block on a flag of its own (its own try-wait's) is a retry block")
+    other[0x60] = "@P2 IMAD.U32 R3, RZ, RZ, UR8"
+    check(not retry_blocks(parse_sass(other), base)[0], "but not with a move under a third predicate")
     bad = dict(text)
     bad[0x80] = "@!P0 FADD R2, R2, R3"
     ex2, _, _, rej2 = retry_blocks(parse_sass(bad), base)
