@@ -87,15 +87,15 @@ def branch_target(operands, base):
     return int(m.group(0), 16) - base if m else None
 
 
-def retry_op(inst, flag=None):
+def retry_op(inst, flags=frozenset()):
     """An instruction a retry loop may contain: RETRY_OPS, with IMAD only in
     its move form (IMAD.U32 / IMAD.MOV.U32 / IMAD.MOV d, RZ, RZ, x: the
     barrier address or phase again), never a real multiply-add, nor
-    IMAD.MOV's negated form (d = -x). Unpredicated, or predicated on the
-    wait's own flag (`flag`, when given): a move under another predicate
-    would have its predicate-true count exempt from the comparison."""
+    IMAD.MOV's negated form (d = -x). Unpredicated, or predicated on one of
+    the wait's own flags (`flags`): a move under another predicate would
+    have its predicate-true count exempt from the comparison."""
     op, operands = inst[3], [o.strip() for o in inst[4].split(",")]
-    if inst[2] and inst[2] not in ("PT", flag):
+    if inst[2] and inst[2] != "PT" and inst[2] not in flags:
         return False
     if op in ("IMAD.U32", "IMAD.MOV.U32", "IMAD.MOV"):
         return len(operands) == 4 and operands[1] == "RZ" and operands[2] == "RZ" and \
@@ -147,7 +147,7 @@ def retry_blocks(insts, base=0):
                 k += 1
             # The block's own try-wait may set another flag than the in-line one.
             own = {b[4].split(",")[0].strip() for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"}
-            bad = [b[3] for b in body if not any(retry_op(b, f) for f in own | {flag})]
+            bad = [b[3] for b in body if not retry_op(b, own | {flag})]
             has_wait = any(b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for b in body)
             back = insts[j + 1][0] if j + 1 < len(insts) else None  # where the guard falls through
             closed = bool(body) and body[-1][3] == "BRA" and not body[-1][2] and \
@@ -184,7 +184,7 @@ def retry_blocks(insts, base=0):
         targets = (branch_target(o[4], base) for o in insts if o[3] == "BRA" and o[0] != boff)
         entered_elsewhere = any(t is not None and start <= t <= boff for t in targets)
         waits = [b for b in body if b[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT"]
-        only_retry = all(retry_op(b, bpred) for b in body) and sum(b[3] == "BRA" for b in body) == 1
+        only_retry = all(retry_op(b, {bpred}) for b in body) and sum(b[3] == "BRA" for b in body) == 1
         on_own_flag = all(bpred == w[4].split(",")[0].strip() for w in waits)
         if waits and start not in exempt and not entered_elsewhere and bneg and only_retry and on_own_flag:
             blocks.append((start, boff))

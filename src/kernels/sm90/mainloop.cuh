@@ -331,8 +331,8 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   // release_last_v: with O staged in the ring, the last slot's halves are
   // kept for it).
   auto run_one_gemm_steps = [&](int32_t n_tiles) {
-    static_assert(!Traits::kOneGemm || (!kTurnExp && !Traits::kHalfRows && Traits::kConsumers == 2),
-                  "one GEMM in flight: turns around the GEMM issue, two consumer warpgroups");
+    // (Its shape is asserted in Sm90Traits; the turn is this file's.)
+    static_assert(!Traits::kOneGemm || !kTurnExp, "one GEMM in flight: turns around the GEMM issue");
     for (int32_t it = 0; it < n_tiles; ++it) {  // public trip count
       const int s = view.stage(it);
       const uint32_t ph = view.parity(it);
