@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compile-time A/B on the GPU machine: builds the benchmark and the GPU suite
 # once per variant (NAME="extra CUDA flags"; the first is the reference),
-# runs the GPU suite on every variant but the first, the quick benchmark on
+# runs the GPU suite on every variant but the first (SUITE=0: neither
+# built nor run), the quick benchmark on
 # all, then PyTorch SDPA beside them: one TFLOP/s column per variant.
 #   scripts/ab-build.sh base="" bn192="-DDHP_SM90_BN64=192" [--full]
 # NAME@DIR=flags builds the source tree in DIR instead (e.g. an earlier
@@ -23,7 +24,7 @@ for v in "${variants[@]}"; do
   [ "${name#*@}" != "$name" ] && { src="${name#*@}"; name="${name%%@*}"; }
   cmake -S "$src" -B "build/ab-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDHP_CUDA_ARCHS=90a -DDHP_BUILD_PYTHON=OFF \
     "-DCMAKE_CUDA_FLAGS=$flags" > "$out/configure-$name.log" 2>&1 &&
-    cmake --build "build/ab-$name" -j 16 --target dhp_bench dhp_gpu_tests > "$out/build-$name.log" 2>&1 ||
+    cmake --build "build/ab-$name" -j 16 --target dhp_bench $([ "${SUITE:-1}" != 0 ] && echo dhp_gpu_tests) > "$out/build-$name.log" 2>&1 ||
     { echo "$name: build failed"; grep -m5 error "$out/build-$name.log"; continue; }
   line="$name [$flags]: spills $(grep -cE '[1-9][0-9]* bytes spill' "$out/build-$name.log"); wgmma serialised (C751x) $(grep -c 'C751[0-9]' "$out/build-$name.log")"
   [ $first = 0 ] && [ "${SUITE:-1}" != 0 ] && line="$line; GPU suite $(timeout 300 build/ab-$name/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
