@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       return wtid;
     }
   };
-  pingpong::begin<kTurnGroups<Traits>>(g);
+  pingpong::begin<Traits::kConsumers>(g);
   // Tiles as in the producer: tile_of(r) grows with r, so the loop runs
   // while it is below the total, and the next tile is decoded during this
   // one (under the tail's P·V).
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     ++tc;
     cur = next;
   }
-  pingpong::end<kTurnGroups<Traits>>(g);
+  pingpong::end<Traits::kConsumers>(g);
   epilogue::wait_staging_free(lane_of_warpgroup_now() % 32);  // shared memory outlives the last stores' reads
 #if DHP_SM90_CYCLE_PROBE
   // SM cycles and nanoseconds of CTA 0's consumer work, and the (secret)

@@ -72,24 +72,6 @@ inline constexpr int kRescaleUnderSBit =
     Traits::kHeadDim == 64    ? (Traits::kConsumers == 1 ? 1 : Traits::kConsumers == 2 ? 16 : 32)
     : Traits::kHeadDim == 128 ? (Traits::kBlockN == 128 ? 2 : 4)
                               : 8;
-// Which kernels take ping-pong turns at all (DHP_SM90_TURNS, a bit mask:
-// 1 D = 64, 2 D = 128, 4 D = 256 with the overlapped loop, 8 D = 256 with
-// one GEMM in flight). A kernel without turns lets its consumer warpgroups
-// issue their GEMMs whenever their operands are ready, and the tensor pipe
-// takes them in arrival order: FA3's D = 256 shape (its scheduler barrier
-// is off above D = 128 with intra-warpgroup overlap). Scheduling only: the
-// instructions each warpgroup runs, and so the bits, do not change.
-#ifndef DHP_SM90_TURNS
-#define DHP_SM90_TURNS 15
-#endif
-template <typename Traits>
-inline constexpr int kTurnBit =
-    Traits::kHeadDim == 64 ? 1 : Traits::kHeadDim == 128 ? 2 : Traits::kOneGemm ? 8 : 4;
-// The warpgroups that take turns: all consumers, or 1 (no barriers) where
-// the kernel's bit is clear.
-template <typename Traits>
-inline constexpr int kTurnGroups = (DHP_SM90_TURNS & kTurnBit<Traits>) != 0 ? Traits::kConsumers : 1;
-
 // What the ping-pong turn guards (DHP_SM90_TURN_EXP, a bit mask of the
 // kernels that take the turn around the exp2 stream; the others take it
 // around their GEMM issue):
@@ -114,7 +96,7 @@ inline constexpr int kTurnGroups = (DHP_SM90_TURNS & kTurnBit<Traits>) != 0 ? Tr
 template <typename Traits>
 inline constexpr bool kTurnExp =
     ((DHP_SM90_TURN_EXP & 1) && Traits::kConsumers == 2 || (DHP_SM90_TURN_EXP & 2) && Traits::kConsumers == 3) &&
-    (Traits::kHeadDim == 64 || (DHP_SM90_TURN_EXP & 4)) && kTurnGroups<Traits> > 1;
+    (Traits::kHeadDim == 64 || (DHP_SM90_TURN_EXP & 4));
 
 // The row max as a tree (softmax.cuh, DHP_SM90_MAX_TREE): by head dim, and
 // not in the secret-length kernels.
@@ -171,6 +153,7 @@ __device__ __forceinline__ void v_free_wait() { asm volatile("bar.sync 9, 256;\n
 template <typename Traits, typename View, typename AfterFirstIssue, typename BeforeTailWait>
 __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles, AfterFirstIssue&& after_first_issue,
                                               BeforeTailWait&& before_tail_wait) {
+  constexpr int NC = Traits::kConsumers;
   auto& st = view.st;
   if (n_tiles == 0) {  // public
     if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // never reads it
@@ -179,23 +162,23 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
     return;
   }
   tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
-  pingpong::wait_turn<kTurnGroups<Traits>>(view.g);
-  pingpong::pass_turn<kTurnGroups<Traits>>(view.g);
+  pingpong::wait_turn<NC>(view.g);
+  pingpong::pass_turn<NC>(view.g);
   after_first_issue();
   tma::arrive(&st.k_empty[view.stage(0)]);
   for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
     tma::wait<true>(&st.k_full[view.stage(it)], view.parity(it));
     tma::wait<true>(view.v_landed(it - 1), view.parity(it - 1));
-    pingpong::wait_turn<kTurnGroups<Traits>>(view.g);
-    pingpong::pass_turn<kTurnGroups<Traits>>(view.g);
+    pingpong::wait_turn<NC>(view.g);
+    pingpong::pass_turn<NC>(view.g);
     tma::arrive(&st.k_empty[view.stage(it)]);
     tma::arrive(&st.v_empty[view.stage(it - 1)]);
   }
   if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // as after a last S GEMM
   tma::wait<true>(view.v_landed(n_tiles - 1), view.parity(n_tiles - 1));
   if constexpr (!kTurnExp<Traits>) {  // with turns around the exp2 stream: one per key tile, no tail turn
-    pingpong::wait_turn<kTurnGroups<Traits>>(view.g);
-    pingpong::pass_turn<kTurnGroups<Traits>>(view.g);
+    pingpong::wait_turn<NC>(view.g);
+    pingpong::pass_turn<NC>(view.g);
   }
   before_tail_wait();
   tma::arrive(&st.v_empty[view.stage(n_tiles - 1)]);
@@ -220,8 +203,8 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   constexpr bool kSerial = Traits::kConsumers == 3 || kTurnExp;
   // The turn around the GEMM issue (with kTurnExp none: the turn is taken
   // in scores_to_p, before the exp2 stream, and passed in finish_tile).
-  auto gemm_turn_wait = [&] { if constexpr (!kTurnExp) pingpong::wait_turn<kTurnGroups<Traits>>(view.g); };
-  auto gemm_turn_pass = [&] { if constexpr (!kTurnExp) pingpong::pass_turn<kTurnGroups<Traits>>(view.g); };
+  auto gemm_turn_wait = [&] { if constexpr (!kTurnExp) pingpong::wait_turn<Traits::kConsumers>(view.g); };
+  auto gemm_turn_pass = [&] { if constexpr (!kTurnExp) pingpong::pass_turn<Traits::kConsumers>(view.g); };
   constexpr bool kIntraOverlap = kIntraOverlapFor<Traits> && !kSerial;  // P live during the softmax
   // The turn's max / exp phases work on both of a thread's rows; half-row
   // tiles must never read the second (threat-model.md).
@@ -282,7 +265,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     view.mask(s3, n);
     if constexpr (kTurnExp) {
       sm.max_phase(s3, args.scale_log2, alpha);
-      pingpong::wait_turn<kTurnGroups<Traits>>(g);
+      pingpong::wait_turn<Traits::kConsumers>(g);
       // ptxas would hoist the exp2 stream above the barrier wait (it moves
       // arithmetic across it): a block boundary keeps the stream behind it.
       kernels::block_boundary(static_cast<int32_t>(view.kv0) + n);
@@ -443,7 +426,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       if (it > 1) tma::arrive(&st.v_empty[view.stage(it - 2)]);  // public predicate
       if constexpr (!kRescaleUnderS) rescale_o();  // O = 0 at it = 1: harmless
       pack_p();
-      if constexpr (kTurnExp) pingpong::pass_turn<kTurnGroups<Traits>>(g);  // the exp2 stream's turn
+      if constexpr (kTurnExp) pingpong::pass_turn<Traits::kConsumers>(g);  // the exp2 stream's turn
     };
     if constexpr (!kIntraOverlap) finish_tile(1);  // packs P(0); nothing in flight
     for (int32_t it = 1; it < n_tiles; ++it) {  // public trip count
