@@ -102,24 +102,6 @@ __device__ __forceinline__ void run_v_zeroing(SharedStorage<Traits>& st, const k
   }
 }
 
-// With one Q buffer and a two-stage ring (the overlapped D = 256 kernel),
-// a tile's first K is issued before its Q, and its first V right after
-// (DHP_SM90_KV_BEFORE_Q, A/B knob): the K's slot is free a key tile before
-// the Q buffer is (it held the previous tile's second-to-last key tile;
-// the Q buffer waits for the last S GEMMs), so it lands under the previous
-// tile's last key tile instead of sharing the SM's load bandwidth with the
-// Q, which the next tile's first S GEMM waits for. (The V's half of that
-// slot frees only after the previous tile's last softmax: issued before
-// the Q, it would hold the Q back.) With two Q buffers the Q loads a tile
-// ahead anyway; with one stage the first K's slot is the previous tile's
-// O staging, freed only after its epilogue: both keep Q first.
-// docs/perf-log.md, session 24.
-#ifndef DHP_SM90_KV_BEFORE_Q
-#define DHP_SM90_KV_BEFORE_Q 1
-#endif
-template <typename Traits>
-inline constexpr bool kKvBeforeQ = DHP_SM90_KV_BEFORE_Q != 0 && Traits::kQStages == 1 && Traits::kStages >= 2;
-
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                              const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
@@ -153,20 +135,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     timeline::tile(0, tc, 0);
     // Public: thread index (kWarpWaits above).
     const bool waits = kWarpWaits<Traits::kHeadDim> ? ptid < 32 : ptid == 0, issues = ptid == 0;
-    // One K or V tile into its ring slot once the consumers have released it.
-    auto load_kv = [&](uint8_t* dst, const void* map, uint64_t* empty, uint64_t* full, uint32_t phase, int32_t n) {
-      tma::wait<true>(empty, phase ^ 1);
-      if (issues) {
-        tma::arrive_expect_bytes(full, Traits::kKVBytes);
-#pragma unroll
-        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
-          tma::load_4d(dst + cb * BN * 128, map, cb * 64, n * BN, head_kv, tile.batch, full);
-      }
-    };
-    // kKvBeforeQ: the first key tile's K now, its V after the Q.
-    const bool k_first = kKvBeforeQ<Traits> && n_end > 0;  // public
-    if (k_first && waits)
-      load_kv(st.k[kv % S], tm_k, &st.k_empty[kv % S], &st.k_full[kv % S], (kv / S) & 1, n_end - 1);
     if (waits) {
       // Only the issuing thread needs the lengths; loaded before the q_empty
       // wait so that their latency overlaps it.
@@ -208,13 +176,22 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       timeline::mark(0, 1);
       timeline::tile(0, tc, 2);
     }
+    // One K or V tile into its ring slot once the consumers have released it.
+    auto load_kv = [&](uint8_t* dst, const void* map, uint64_t* empty, uint64_t* full, uint32_t phase, int32_t n) {
+      tma::wait<true>(empty, phase ^ 1);
+      if (issues) {
+        tma::arrive_expect_bytes(full, Traits::kKVBytes);
+#pragma unroll
+        for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+          tma::load_4d(dst + cb * BN * 128, map, cb * 64, n * BN, head_kv, tile.batch, full);
+      }
+    };
     for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
       const int s = kv % S;
       const uint32_t phase = (kv / S) & 1;
       const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
       if (waits) {
-        if (!(k_first && it == 0))  // public
-          load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
+        load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
         timeline::mark(0, 2 + 2 * it);
         if (it == 0) timeline::tile(0, tc, 3);
         load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);
