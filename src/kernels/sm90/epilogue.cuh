@@ -24,7 +24,6 @@
 #include <cstdint>
 
 #include "kernels/common/opaque.cuh"
-#include "kernels/forward_args.hpp"
 #include "kernels/sm80/warp_mma.cuh"
 #include "kernels/sm90/tma.cuh"
 
@@ -80,32 +79,6 @@ __device__ __forceinline__ void store_rows_tma(const float (&o)[1][D / 8][4], co
     for (int b = 0; b < D / 64; ++b)
       tma::store_4d(tm_o, stage + b * BM * 128 + warp_row0 * 128, 64 * b, row0, head, batch);
     tma::store_commit();
-  }
-}
-
-// The other way (Traits::kDirectO): each thread stores its own fragment
-// straight to global memory, 4 bytes (two columns) per row and 8-column
-// block, rows row0 + lane / 4 and + 8 of (head, batch). A row at or past
-// S_q (public) is not written: the stores are predicated on it, not
-// branched around. Addresses from public values only.
-template <typename T, int D>
-__device__ __forceinline__ void store_rows_direct(const float (&o)[1][D / 8][4], const kernels::ForwardArgs& args,
-                                                  int32_t head, int32_t batch, int32_t row0, int lane) {
-  const int32_t row_a = row0 + lane / 4;
-  T* const pa = static_cast<T*>(args.o) + batch * args.o_stride_batch + head * args.o_stride_head +
-                static_cast<int64_t>(row_a) * args.o_stride_seq + 2 * (lane % 4);
-  T* const pb = pa + 8 * args.o_stride_seq;
-  const uint32_t ok_a = row_a < args.seqlen_q, ok_b = row_a + 8 < args.seqlen_q;  // public
-#pragma unroll
-  for (int nb = 0; nb < D / 8; ++nb) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n @p st.global.b32 [%0], %1;\n}\n" ::"l"(pa + 8 * nb),
-        "r"(sm80::pack2<T>(o[0][nb][0], o[0][nb][1])), "r"(ok_a)
-        : "memory");
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n @p st.global.b32 [%0], %1;\n}\n" ::"l"(pb + 8 * nb),
-        "r"(sm80::pack2<T>(o[0][nb][2], o[0][nb][3])), "r"(ok_b)
-        : "memory");
   }
 }
 

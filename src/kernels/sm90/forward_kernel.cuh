@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // kOBuffer: each Q buffer is released at its tile's last S GEMM,
     // mainloop.cuh, and this does nothing.)
     auto release_previous_q = [&] {
-      if constexpr (Traits::kQStages == 2 && !Traits::kONotInQ) {  // O not in Q: at the last S GEMM
+      if constexpr (Traits::kQStages == 2 && !Traits::kOBuffer) {  // with an O buffer: at the last S GEMM
         if (tc > 0) {  // public
           epilogue::wait_staging_free(wtid % 32);
           tma::arrive(&st.q_empty[(tc - 1) % 2]);
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // complete in all four of its warps (the barrier): its warps stage O
     // there. The other warpgroup may still be computing on its own rows.
     // (With an O buffer each warp stages into rows only it uses: no barrier.)
-    if constexpr (!Traits::kONotInQ) consumer_warpgroup_sync(g);  // O not in Q: no Q rows to wait for
+    if constexpr (!Traits::kOBuffer) consumer_warpgroup_sync(g);  // an O buffer: no Q rows to wait for
     timeline::tile(1 + g, tc, 4);
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode
@@ -216,10 +216,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
                                                               args.lse != nullptr ? args.lse + lse_row0 : nullptr,
                                                               wtid_here % 32);
     timeline::tile(1 + g, tc, 5);
-    if constexpr (Traits::kDirectO) {
-      epilogue::store_rows_direct<T, D>(as_frag<D>(o), args, tile.head, tile.batch, m0 + tile_row0, wtid_here % 32);
-      timeline::tile(1 + g, tc, 6);
-    } else if (Traits::kStageOInRing && range.n_end > 0) {  // public
+    if (Traits::kStageOInRing && range.n_end > 0) {  // public
       // O staged in the last key tile's ring slot (kernel_traits.cuh): this
       // warpgroup's half of it once the other warpgroup no longer reads it
       // (mainloop.cuh), 64 rows in the compact 64-row layout; the half is

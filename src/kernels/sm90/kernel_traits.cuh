@@ -50,9 +50,6 @@
 #ifndef DHP_SM90_O_BUFFER
 #define DHP_SM90_O_BUFFER 2
 #endif
-#ifndef DHP_SM90_DIRECT_O
-#define DHP_SM90_DIRECT_O 0
-#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -160,30 +157,19 @@ struct Sm90Traits {
   // tile and the epilogue (mainloop.cuh, forward_kernel.cuh). It waited for
   // the epilogue's stores before: D256 +1.5 to +7 % (medians) in an A/B
   // (docs/perf-log.md, session 8). DHP_SM90_O_IN_RING=0 restores that (A/B).
-  // O stored straight from registers to global memory (DHP_SM90_DIRECT_O,
-  // a mask of kernels: 1 D = 64, 2 D = 128, 4 D = 256 overlapped, 8 D = 256
-  // one GEMM; not half-row tiles): 4-byte stores of each thread's own
-  // fragment, guarded by the public row < S_q, instead of stmatrix into a
-  // staging buffer and TMA stores out of it. No staging, so no staging
-  // hand-offs, and the Q buffer goes back at the tile's last S GEMM.
-  static constexpr bool kDirectO = !HALF_ && (DHP_SM90_DIRECT_O & (ONE_GEMM_ ? 8 : head_dim_bit(D))) != 0;
-  static constexpr bool kStageOInRing = kQStages == 1 && DHP_SM90_O_IN_RING != 0 && !kDirectO;
+  static constexpr bool kStageOInRing = kQStages == 1 && DHP_SM90_O_IN_RING != 0;
   static_assert(!kStageOInRing || (kConsumers == 2 && kKVBytes >= 64 * D * 2),
                 "one warpgroup's 64 rows of O per half of a ring slot");
   // O staged in a buffer of its own (DHP_SM90_O_BUFFER above); the Q buffer
   // is then released at the tile's last S GEMM (mainloop.cuh, release_k).
   static constexpr bool kOBuffer = D == 64 && (DHP_SM90_O_BUFFER & (1 << (kConsumers - 1))) != 0 && kQStages == 2 &&
-                                   3 * kQBytes + kRingBytes + 2048 <= kSmemLimit && !kDirectO;
-  // O never staged in a Q buffer (an O buffer, or no staging): the Q
-  // buffer goes back at the tile's last S GEMM, or at once in a tile
-  // without key tiles (mainloop.cuh).
-  static constexpr bool kONotInQ = kOBuffer || kDirectO;
-  // Where O is not staged in Q (the ring, an O buffer, or none), each
-  // consumer thread releases the tile's Q buffer at its last S GEMM.
-  static constexpr bool kQFreeAtLastS = kStageOInRing || kONotInQ;
+                                   3 * kQBytes + kRingBytes + 2048 <= kSmemLimit;
   // Lengths slots, by tile count: the producer writes tile t's when it
   // loads t's Q, which an early Q release lets it do two tiles ahead.
-  static constexpr int kLensSlots = kQFreeAtLastS && kQStages == 2 ? 4 : 2;
+  static constexpr int kLensSlots = kOBuffer ? 4 : 2;
+  // Where O is not staged in Q (the ring, or an O buffer), each consumer
+  // thread releases the tile's Q buffer at its last S GEMM.
+  static constexpr bool kQFreeAtLastS = kStageOInRing || kOBuffer;
   // Secret lengths: V tiles can be zeroed past L_k in shared memory by the
   // producer's warps 1-3 (ForwardArgs::v_zero_band, producer.cuh), which
   // then release every V tile on v_ready.

@@ -156,7 +156,7 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
   constexpr int NC = Traits::kConsumers;
   auto& st = view.st;
   if (n_tiles == 0) {  // public
-    if constexpr (Traits::kONotInQ) tma::arrive(&st.q_empty[view.q_buf]);  // never reads it
+    if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // never reads it
     after_first_issue();
     before_tail_wait();
     return;
@@ -174,7 +174,7 @@ __device__ __forceinline__ void run_idle_tile(const View& view, int32_t n_tiles,
     tma::arrive(&st.k_empty[view.stage(it)]);
     tma::arrive(&st.v_empty[view.stage(it - 1)]);
   }
-  if constexpr (Traits::kONotInQ) tma::arrive(&st.q_empty[view.q_buf]);  // as after a last S GEMM
+  if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // as after a last S GEMM
   tma::wait<true>(view.v_landed(n_tiles - 1), view.parity(n_tiles - 1));
   if constexpr (!kTurnExp<Traits>) {  // with turns around the exp2 stream: one per key tile, no tail turn
     pingpong::wait_turn<NC>(view.g);
@@ -483,7 +483,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     release_last_v(sp);
     timeline::mark(1 + g, 40);
   } else {  // public: no key tile
-    if constexpr (Traits::kONotInQ) tma::arrive(&st.q_empty[view.q_buf]);  // no S GEMM reads it
+    if constexpr (Traits::kOBuffer) tma::arrive(&st.q_empty[view.q_buf]);  // no S GEMM reads it
     after_first_issue();
     before_tail_wait();
   }
