@@ -3,17 +3,21 @@
 // validates before it touches a device.
 #include <gtest/gtest.h>
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "dhp/attention.h"
 #include "dhp/attention.hpp"
+#include "reference/reference.hpp"
 
 namespace {
 
@@ -129,7 +133,7 @@ TEST(CAbi, MessageTruncationIsSafe) {
 }
 
 TEST(CAbi, NullParams) {
-  char buf[128];
+  char buf[128] = {};
   EXPECT_EQ(dhp_attention_validate(nullptr, buf, sizeof(buf)), DHP_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(buf).find("params"), std::string::npos) << buf;
   std::memset(buf, 0, sizeof(buf));
@@ -140,7 +144,7 @@ TEST(CAbi, NullParams) {
 
 TEST(CAbi, StatusStrings) {
   const dhp_status codes[] = {DHP_OK, DHP_ERROR_INVALID_ARGUMENT, DHP_ERROR_UNSUPPORTED,
-                              DHP_ERROR_NO_DEVICE, DHP_ERROR_CUDA};
+                              DHP_ERROR_NO_DEVICE, DHP_ERROR_CUDA, DHP_ERROR_INTERNAL};
   std::set<std::string> texts;
   for (dhp_status c : codes) {
     const char* s = dhp_status_string(c);
@@ -148,7 +152,7 @@ TEST(CAbi, StatusStrings) {
     EXPECT_GT(std::strlen(s), 0u) << c;
     texts.insert(s);
   }
-  EXPECT_EQ(texts.size(), 5u) << "each code needs its own description";
+  EXPECT_EQ(texts.size(), 6u) << "each code needs its own description";
   EXPECT_STREQ(dhp_status_string(DHP_OK), "ok");
   // 7 is unknown yet inside dhp_status's value range (0..7), so the cast is defined.
   const char* unknown = dhp_status_string(static_cast<dhp_status>(7));
@@ -174,8 +178,9 @@ TEST(CAbi, ForwardRejectsInvalidBeforeLaunch) {
 }
 
 // Valid parameters through the C ABI: without a device the call reports
-// DHP_ERROR_NO_DEVICE; with one it runs on real (random, non-zero) memory and
-// returns DHP_OK with an empty message. Either way the test asserts.
+// DHP_ERROR_NO_DEVICE; with one it runs on fresh random inputs, returns
+// DHP_OK with an empty message, writes every element of the poisoned output
+// and matches the float64 reference. Either way the test asserts.
 TEST(CAbi, ForwardWithValidParams) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
@@ -191,25 +196,57 @@ TEST(CAbi, ForwardWithValidParams) {
     EXPECT_NE(s.message.find("no CUDA device"), std::string::npos) << s.message;
     return;
   }
-  const int64_t B = 1, S = 64, H = 2, D = 64, n = B * S * H * D;
-  std::vector<uint16_t> host(static_cast<size_t>(n));
-  uint32_t state = 12345u;
-  for (auto& x : host) {  // small random fp16 values in [0.5, 1)
-    state = state * 1664525u + 1013904223u;
-    x = static_cast<uint16_t>(0x3800u | ((state >> 16) & 0x3FFu));
-  }
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "skipped: no CUDA device of compute capability >= 8.0";
+  const int64_t B = 1, S = 70, H = 2, D = 64, n = B * S * H * D;
+  const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<uint16_t>> host(3, std::vector<uint16_t>(static_cast<size_t>(n)));
+  std::vector<std::vector<double>> wide(3, std::vector<double>(static_cast<size_t>(n)));
+  for (int t = 0; t < 3; ++t)
+    for (int64_t i = 0; i < n; ++i) {
+      const __half h = __float2half_rn(normal(rng));
+      std::memcpy(&host[t][i], &h, 2);
+      wide[t][i] = __half2float(h);
+    }
   void* buffers[4] = {};
-  for (void*& b : buffers) {
-    ASSERT_EQ(cudaMalloc(&b, n * 2), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(b, host.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  for (int t = 0; t < 4; ++t) {
+    ASSERT_EQ(cudaMalloc(&buffers[t], n * 2), cudaSuccess);
+    if (t < 3) ASSERT_EQ(cudaMemcpy(buffers[t], host[t].data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
   }
+  ASSERT_EQ(cudaMemset(buffers[3], 0xFF, n * 2), cudaSuccess);  // poison: a NaN no kernel writes
   dhp_attention_params p;
   dhp_attention_params_init_bshd(&p, DHP_FLOAT16, B, S, S, H, H, D, buffers[0], buffers[1],
                                  buffers[2], buffers[3]);
+  p.causal = 1;
   EXPECT_EQ(dhp_attention_forward(&p, buf, sizeof(buf)), DHP_OK) << buf;
   EXPECT_STREQ(buf, "");
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<uint16_t> out(static_cast<size_t>(n));
+  ASSERT_EQ(cudaMemcpy(out.data(), buffers[3], n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   for (void* b : buffers) cudaFree(b);
+  dhp::ref::Problem rp;
+  rp.seqlen_q = rp.seqlen_k = S;
+  rp.heads_q = rp.heads_kv = H;
+  rp.head_dim = D;
+  rp.scale = dhp::default_softmax_scale(D);
+  rp.causal = true;
+  std::vector<double> ref_o(static_cast<size_t>(n)), ref_lse(static_cast<size_t>(H * S));
+  dhp::ref::attention(rp, wide[0].data(), wide[1].data(), wide[2].data(), ref_o.data(), ref_lse.data());
+  double diff2 = 0, ref2 = 0;
+  int64_t unwritten = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (out[i] == 0xFFFF) { ++unwritten; continue; }
+    __half h;
+    std::memcpy(&h, &out[i], 2);
+    const double o = __half2float(h);
+    diff2 += (o - ref_o[i]) * (o - ref_o[i]);
+    ref2 += ref_o[i] * ref_o[i];
+  }
+  EXPECT_EQ(unwritten, 0) << "seed " << seed;
+  EXPECT_LE(std::sqrt(diff2 / ref2), 2e-3) << "seed " << seed;  // NaN fails
 }
 
 }  // namespace

@@ -102,10 +102,13 @@ TEST(Reference, HandComputed) {
 TEST(Reference, UniformValueRows) {
   Rng rng;
   SCOPED_TRACE(rng.trace());
+  int64_t rows_seen = 0;
   for (bool causal : {false, true}) {
     Problem p{2, 5, 7, 4, 2, 3, 0.7, causal, {}, {}};
     p.lens_q = rng.lens(2, 5);
     p.lens_k = rng.lens(2, 7);
+    p.lens_q[1] = 5;  // batch entry 1 full: some rows always see keys
+    p.lens_k[1] = 7;
     const Vec q = rng.normal(q_size(p)), k = rng.normal(kv_size(p)), u = rng.normal(3);
     Vec v(kv_size(p));
     for (size_t x = 0; x < v.size(); ++x) v[x] = u[x % 3];
@@ -120,9 +123,11 @@ TEST(Reference, UniformValueRows) {
             continue;
           }
           for (int64_t d = 0; d < 3; ++d) EXPECT_NEAR(r.o[qi(p, b, i, h) + d], u[size_t(d)], 1e-12);
+          ++rows_seen;
         }
     }
   }
+  EXPECT_GT(rows_seen, 0) << "no row saw a key: the check checked nothing";
 }
 
 // (c) Lengths on padded tensors == the same problem cut to those lengths.
@@ -258,6 +263,8 @@ TEST(Reference, GqaEqualsReplicatedHeads) {
   for (int64_t Hkv : {1, 2})
     for (bool causal : {false, true}) {
       Problem p{2, 3, 5, 4, Hkv, 3, 0.8, causal, rng.lens(2, 3), rng.lens(2, 5)};
+      p.lens_q[0] = 3;  // batch entry 0 full, so the comparison is never all zeros
+      p.lens_k[0] = 5;
       Problem m = p;
       m.heads_kv = 4;
       const Vec q = rng.normal(q_size(p)), k = rng.normal(kv_size(p)), v = rng.normal(kv_size(p));

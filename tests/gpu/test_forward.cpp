@@ -1,7 +1,9 @@
 // GPU correctness of the forward pass against the float64 reference: fresh
 // random inputs every run (seed printed on failure), poisoned outputs, sizes
 // that are not tile multiples, GQA, causal with S_q != S_k, secret lengths
-// (0, 1, random, S_max), BSHD and BHSD strides, NaN handling.
+// (0, 1, random, S_max), BSHD, BHSD and padded strides, a caller's scale,
+// NaN handling; every output row on its own, and nothing written outside o
+// and lse (guard bands, O's stride gaps).
 // Without a usable device every test prints "skipped: no CUDA device".
 #include <gtest/gtest.h>
 
@@ -115,6 +117,31 @@ std::vector<Case> all_cases() {
     c.poison_padding = true;
     cs.push_back(c);
   }
+  // A caller's softmax scale (the exp2 fold of scale * log2(e)), small and
+  // large, every head dim; lse checked.
+  {
+    const double scales[] = {0.3, 1.7, 0.05, 2.5};
+    const int64_t dims[] = {64, 128, 256, 64};
+    for (int i = 0; i < 4; ++i) {
+      Case c = make(i % 2 ? kBF16 : kF16, 3, 257, 300, 4, 2, dims[i], i % 2 == 0,
+                    i == 3 ? Lengths::kSeparate : Lengths::kNone);
+      c.scale = scales[i];
+      cs.push_back(c);
+    }
+  }
+  // Padded strides: gaps after every head, row and batch entry. Q/K/V gaps
+  // hold NaN (never read); O's gaps must stay untouched (never written).
+  cs.push_back(make(kF16, 3, 300, 300, 4, 2, 128, true, Lengths::kSeparate, Layout::kPadded));
+  cs.push_back(make(kBF16, 2, 257, 190, 4, 4, 64, false, Lengths::kNone, Layout::kPadded));
+  cs.push_back(make(kF16, 2, 200, 260, 2, 1, 256, false, Lengths::kShared, Layout::kPadded));
+  // Causal grids with S_q >= 2048 and more tiles than SMs: the Hopper
+  // launcher's per-CTA schedule lists where its load model prefers them
+  // (sm90/launch.cuh; DHP_SM90_SCHEDULE_TABLE=2 forces them, as the GPU
+  // scripts do in a second run), with and without secret lengths.
+  for (int64_t D : {64, 128}) {
+    cs.push_back(make(kF16, 4, 2100, 2100, 4, 2, D, true));
+    cs.push_back(make(kBF16, 4, 2100, 2100, 4, 4, D, true, Lengths::kShared));
+  }
   // Without lse.
   {
     Case c = make(kF16, 2, 100, 100, 2, 2, 128, false);
@@ -160,6 +187,22 @@ TEST(ForwardHarness, DetectsAWrongResult) {
   const Case c = make(DType::kFloat16, 2, 200, 200, 2, 2, 128, true);
   const Errors e = run_case(c, 0, /*wrong_reference=*/true);
   EXPECT_FALSE(passes(e, c.dtype)) << "a wrong reference was accepted: " << e.describe();
+}
+
+// One wrong row among many passes the whole-output L2 error but not the
+// per-row one; one element written past o's end is caught by its guard band.
+TEST(ForwardHarness, DetectsOneWrongRowAndAWritePastTheEnd) {
+  REQUIRE_GPU();
+  Case c = make(DType::kBFloat16, 2, 1000, 1000, 4, 2, 128, false);
+  c.corrupt_row = 517;
+  const Errors e = run_case(c);
+  EXPECT_LE(e.o_rel_l2, o_tolerance(c.dtype)) << "the whole-output error alone would have caught it: " << e.describe();
+  EXPECT_FALSE(passes(e, c.dtype)) << "a zeroed row was accepted: " << e.describe();
+  Case g = make(DType::kFloat16, 2, 100, 100, 2, 2, 64, false);
+  g.corrupt_past_end = true;
+  const Errors eg = run_case(g);
+  EXPECT_GT(eg.out_of_bounds, 0) << eg.describe();
+  EXPECT_FALSE(passes(eg, g.dtype)) << "a write past o's end was accepted: " << eg.describe();
 }
 
 // Invalid arguments launch nothing even with a device present.

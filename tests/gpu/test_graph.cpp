@@ -2,7 +2,9 @@
 // Hopper path allocates scratch memory (the zero-padded copy of V,
 // src/kernels/sm90/padding_scrub.hpp) and runs two kernels per call; under
 // stream capture that must become graph nodes, and a replay must give the
-// same bits as a direct call, NaN padding included.
+// same bits as a direct call, NaN padding included -- and read the inputs
+// and lengths as they are at replay time (new ones between replays), and
+// match the float64 reference.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -11,70 +13,113 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "reference/reference.hpp"
 
 namespace dhp::testing {
 namespace {
 
-TEST(ForwardGraph, ReplayWithSecretLengthsMatchesDirectCall) {
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+TEST(ForwardGraph, ReplayWithSecretLengthsMatchesDirectCallAndReference) {
   if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
-  const int64_t B = 3, S = 300, H = 4, D = 128;
+  const int64_t B = 4, S = 300, H = 4, D = 128;
   const int64_t n = B * S * H * D;
-  std::mt19937_64 rng(std::random_device{}());
+  const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const std::vector<int32_t> lens_k = {1, 217, 300}, lens_q = {300, 5, 160};
-  std::vector<uint16_t> q(n), k(n), v(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t b = i / (S * H * D), s = (i / (H * D)) % S;
-    q[i] = to_bits(normal(rng), DType::kFloat16);
-    k[i] = to_bits(normal(rng), DType::kFloat16);
-    // NaN in V's padding: a kernel that let it reach P·V would put NaN in O.
-    v[i] = s >= lens_k[b] ? 0x7e00 : to_bits(normal(rng), DType::kFloat16);
+  // Two input sets; the graph captured on the first replays on the second.
+  struct Inputs {
+    std::vector<int32_t> lens_q, lens_k;
+    std::vector<uint16_t> q, k, v;
+  } in[2];
+  in[0].lens_k = {1, 217, 300, 0};
+  in[0].lens_q = {300, 5, 160, 77};
+  in[1].lens_k = {300, 0, 45, 299};
+  in[1].lens_q = {1, 300, 300, 0};
+  for (Inputs& x : in) {
+    x.q.resize(n);
+    x.k.resize(n);
+    x.v.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t b = i / (S * H * D), s = (i / (H * D)) % S;
+      x.q[i] = to_bits(normal(rng), DType::kFloat16);
+      x.k[i] = to_bits(normal(rng), DType::kFloat16);
+      // NaN in V's padding: a kernel that let it reach P·V would put NaN in O.
+      x.v[i] = s >= x.lens_k[b] ? 0x7e00 : to_bits(normal(rng), DType::kFloat16);
+    }
   }
   void *dq, *dk, *dv, *o_direct, *o_graph;
   int32_t* lens;
-  ASSERT_EQ(cudaMalloc(&dq, n * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dk, n * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dv, n * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&o_direct, n * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&o_graph, n * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&lens, 2 * B * sizeof(int32_t)), cudaSuccess);
-  cudaMemcpy(dq, q.data(), n * 2, cudaMemcpyHostToDevice);
-  cudaMemcpy(dk, k.data(), n * 2, cudaMemcpyHostToDevice);
-  cudaMemcpy(dv, v.data(), n * 2, cudaMemcpyHostToDevice);
-  cudaMemcpy(lens, lens_q.data(), B * sizeof(int32_t), cudaMemcpyHostToDevice);
-  cudaMemcpy(lens + B, lens_k.data(), B * sizeof(int32_t), cudaMemcpyHostToDevice);
-  cudaMemset(o_direct, 0xff, n * 2);  // poison: 0xffff is a NaN
-  cudaMemset(o_graph, 0xff, n * 2);
-
+  CUDA_OK(cudaMalloc(&dq, n * 2));
+  CUDA_OK(cudaMalloc(&dk, n * 2));
+  CUDA_OK(cudaMalloc(&dv, n * 2));
+  CUDA_OK(cudaMalloc(&o_direct, n * 2));
+  CUDA_OK(cudaMalloc(&o_graph, n * 2));
+  CUDA_OK(cudaMalloc(&lens, 2 * B * sizeof(int32_t)));
   cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto upload = [&](const Inputs& x) {
+    CUDA_OK(cudaMemcpy(dq, x.q.data(), n * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dk, x.k.data(), n * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dv, x.v.data(), n * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(lens, x.lens_q.data(), B * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(lens + B, x.lens_k.data(), B * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(o_direct, 0xff, n * 2));  // poison: 0xffff is a NaN
+    CUDA_OK(cudaMemset(o_graph, 0xff, n * 2));
+  };
   Params p = make_params(DType::kFloat16, B, S, S, H, H, D, dq, dk, dv, o_direct);
   p.seqlens_q = lens;
   p.seqlens_k = lens + B;
   p.stream = stream;
-  ASSERT_TRUE(attention_forward(p)) << "direct call";
 
-  p.o = o_graph;
+  upload(in[0]);
+  Params pg = p;
+  pg.o = o_graph;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  const Status captured = attention_forward(p);
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = attention_forward(pg);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
   ASSERT_TRUE(captured) << captured.message;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int replay = 0; replay < 3; ++replay) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
 
-  std::vector<uint16_t> a(n), g(n);
-  cudaMemcpy(a.data(), o_direct, n * 2, cudaMemcpyDeviceToHost);
-  cudaMemcpy(g.data(), o_graph, n * 2, cudaMemcpyDeviceToHost);
-  int64_t differ = 0, nan = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    differ += a[i] != g[i];
-    nan += std::isnan(from_bits(a[i], DType::kFloat16)) ? 1 : 0;
+  for (int set = 0; set < 2; ++set) {
+    SCOPED_TRACE("input set " + std::to_string(set));
+    if (set > 0) upload(in[set]);
+    ASSERT_TRUE(attention_forward(p)) << "direct call";
+    for (int replay = 0; replay < 3; ++replay) CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> a(n), g(n);
+    CUDA_OK(cudaMemcpy(a.data(), o_direct, n * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g.data(), o_graph, n * 2, cudaMemcpyDeviceToHost));
+    // The float64 reference of this set.
+    const Inputs& x = in[set];
+    std::vector<double> qd(n), kd(n), vd(n), ref_o(n), ref_lse(B * H * S);
+    for (int64_t i = 0; i < n; ++i) {
+      qd[i] = from_bits(x.q[i], DType::kFloat16);
+      kd[i] = from_bits(x.k[i], DType::kFloat16);
+      vd[i] = from_bits(x.v[i], DType::kFloat16);
+    }
+    ref::Problem rp;
+    rp.batch = B; rp.seqlen_q = S; rp.seqlen_k = S; rp.heads_q = H; rp.heads_kv = H; rp.head_dim = D;
+    rp.scale = default_softmax_scale(D);
+    rp.lens_q = x.lens_q;
+    rp.lens_k = x.lens_k;
+    ref::attention(rp, qd.data(), kd.data(), vd.data(), ref_o.data(), ref_lse.data());
+    int64_t differ = 0, nan = 0;
+    double diff2 = 0, ref2 = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      differ += a[i] != g[i];
+      const double o = from_bits(a[i], DType::kFloat16);
+      nan += std::isnan(o) ? 1 : 0;
+      diff2 += (o - ref_o[i]) * (o - ref_o[i]);
+      ref2 += ref_o[i] * ref_o[i];
+    }
+    EXPECT_EQ(differ, 0) << "graph replay differs from the direct call";
+    EXPECT_EQ(nan, 0) << "NaN padding (or the poison) reached the output";
+    EXPECT_LE(std::sqrt(diff2 / ref2), o_tolerance(DType::kFloat16)) << "direct call against the reference";
   }
-  EXPECT_EQ(differ, 0) << "graph replay differs from the direct call";
-  EXPECT_EQ(nan, 0) << "NaN padding (or the poison) reached the output";
 
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

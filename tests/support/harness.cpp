@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -47,9 +49,25 @@ std::vector<int32_t> make_lengths(int64_t B, int64_t S, int shift, std::mt19937_
   return lens;
 }
 
-int64_t offset(Layout l, int64_t S, int64_t H, int64_t D, int64_t b, int64_t s, int64_t h) {
-  return l == Layout::kBSHD ? ((b * S + s) * H + h) * D : ((b * H + h) * S + s) * D;
+// Element strides of a [B, S, H, D] tensor in layout l, and the elements
+// its buffer spans (gaps included).
+Strides layout_strides(Layout l, int64_t S, int64_t H, int64_t D) {
+  if (l == Layout::kBSHD) return bshd_strides(S, H, D);
+  if (l == Layout::kBHSD) return bhsd_strides(S, H, D);
+  const int64_t head = D + 8, seq = H * head + 8;
+  return {S * seq + 8, seq, head};
 }
+int64_t layout_elements(Layout l, int64_t B, int64_t S, int64_t H, int64_t D) {
+  return B * layout_strides(l, S, H, D).batch;
+}
+int64_t offset(Layout l, int64_t S, int64_t H, int64_t D, int64_t b, int64_t s, int64_t h) {
+  const Strides st = layout_strides(l, S, H, D);
+  return b * st.batch + s * st.seq + h * st.head;
+}
+
+// Bytes of poison on each side of o and lse: a store past either end lands
+// there and is counted.
+constexpr size_t kGuardBytes = 4096;
 
 }  // namespace
 
@@ -109,26 +127,28 @@ std::string Case::name() const {
   os << (dtype == DType::kFloat16 ? "fp16" : "bf16") << " B" << batch << " Sq" << seqlen_q << " Sk"
      << seqlen_k << " Hq" << heads_q << " Hkv" << heads_kv << " D" << head_dim
      << (causal ? " causal" : "") << " lens=" << kLens[static_cast<int>(lengths)]
-     << (layout == Layout::kBHSD ? " bhsd" : " bshd") << (poison_padding ? " nan-padding" : "")
-     << (nan_query_row >= 0 ? " nan-row" : "");
+     << (layout == Layout::kBHSD ? " bhsd" : layout == Layout::kPadded ? " padded" : " bshd")
+     << (scale > 0 ? " scale=" + std::to_string(scale) : "") << (poison_padding ? " nan-padding" : "")
+     << (nan_query_row >= 0 ? " nan-row" : "") << (corrupt_row >= 0 || corrupt_past_end ? " corrupted" : "");
   return os.str();
 }
 
 std::string Errors::describe() const {
   std::ostringstream os;
-  os << "seed=" << seed << " o_rel_l2=" << o_rel_l2 << " lse_max_rel=" << lse_max_rel
-     << " nan_mismatch=" << nan_mismatch << " inf_mismatch=" << inf_mismatch
-     << " unwritten=" << unwritten;
+  os << "seed=" << seed << " o_rel_l2=" << o_rel_l2 << " o_row_max_rel=" << o_row_max_rel
+     << " lse_max_rel=" << lse_max_rel << " nan_mismatch=" << nan_mismatch << " inf_mismatch=" << inf_mismatch
+     << " unwritten=" << unwritten << " out_of_bounds=" << out_of_bounds;
   if (!status.empty()) os << " status=\"" << status << "\"";
   return os.str();
 }
 
 double o_tolerance(DType d) { return d == DType::kFloat16 ? 2e-3 : 1e-2; }
+double o_row_tolerance(DType d) { return d == DType::kFloat16 ? 1e-2 : 5e-2; }
 
 bool passes(const Errors& e, DType d) {
-  return e.status.empty() && e.unwritten == 0 && e.nan_mismatch == 0 && e.inf_mismatch == 0 &&
-         e.o_rel_l2 <= o_tolerance(d) && e.lse_max_rel <= kLseTolerance &&
-         !std::isnan(e.o_rel_l2) && !std::isnan(e.lse_max_rel);
+  return e.status.empty() && e.unwritten == 0 && e.out_of_bounds == 0 && e.nan_mismatch == 0 &&
+         e.inf_mismatch == 0 && e.o_rel_l2 <= o_tolerance(d) && e.o_row_max_rel <= o_row_tolerance(d) &&
+         e.lse_max_rel <= kLseTolerance;  // <= is false for NaN: a NaN error never passes
 }
 
 Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
@@ -164,9 +184,11 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
   fill(v, Sk, Hkv, lens_k);
   if (c.nan_query_row >= 0) q[(c.nan_query_row * Hq) * D] = to_bits(std::numeric_limits<float>::quiet_NaN(), c.dtype);
 
-  // Device copies in the requested layout.
+  // Device copies in the requested layout; gaps between rows (kPadded) hold
+  // NaN, which no output may show.
   auto to_layout = [&](const std::vector<uint16_t>& x, int64_t S, int64_t H) {
-    std::vector<uint16_t> y(x.size());
+    std::vector<uint16_t> y(static_cast<size_t>(layout_elements(c.layout, B, S, H, D)),
+                            to_bits(std::numeric_limits<float>::quiet_NaN(), c.dtype));
     for (int64_t b = 0; b < B; ++b)
       for (int64_t s = 0; s < S; ++s)
         for (int64_t h = 0; h < H; ++h)
@@ -174,17 +196,22 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
     return y;
   };
   DeviceBuffer dq, dk, dv, dout, dlse, dlq, dlk;
-  const size_t nq = q.size(), nk = k.size();
+  const size_t nq = static_cast<size_t>(layout_elements(c.layout, B, Sq, Hq, D)),
+               nk = static_cast<size_t>(layout_elements(c.layout, B, Sk, Hkv, D)),
+               nlse = static_cast<size_t>(B * Hq * Sq);
   HARNESS_CUDA(cudaMalloc(&dq.ptr, nq * 2));
   HARNESS_CUDA(cudaMalloc(&dk.ptr, nk * 2));
   HARNESS_CUDA(cudaMalloc(&dv.ptr, nk * 2));
-  HARNESS_CUDA(cudaMalloc(&dout.ptr, nq * 2));
-  HARNESS_CUDA(cudaMalloc(&dlse.ptr, B * Hq * Sq * 4));
+  // o and lse between guard bands; everything poisoned (kPoison16 / 32).
+  HARNESS_CUDA(cudaMalloc(&dout.ptr, nq * 2 + 2 * kGuardBytes));
+  HARNESS_CUDA(cudaMalloc(&dlse.ptr, nlse * 4 + 2 * kGuardBytes));
   HARNESS_CUDA(cudaMemcpy(dq.ptr, to_layout(q, Sq, Hq).data(), nq * 2, cudaMemcpyHostToDevice));
   HARNESS_CUDA(cudaMemcpy(dk.ptr, to_layout(k, Sk, Hkv).data(), nk * 2, cudaMemcpyHostToDevice));
   HARNESS_CUDA(cudaMemcpy(dv.ptr, to_layout(v, Sk, Hkv).data(), nk * 2, cudaMemcpyHostToDevice));
-  HARNESS_CUDA(cudaMemset(dout.ptr, 0xFF, nq * 2));           // poison: kPoison16
-  HARNESS_CUDA(cudaMemset(dlse.ptr, 0xFF, B * Hq * Sq * 4));  // poison: kPoison32
+  HARNESS_CUDA(cudaMemset(dout.ptr, 0xFF, nq * 2 + 2 * kGuardBytes));
+  HARNESS_CUDA(cudaMemset(dlse.ptr, 0xFF, nlse * 4 + 2 * kGuardBytes));
+  void* const o_ptr = static_cast<char*>(dout.ptr) + kGuardBytes;
+  float* const lse_ptr = reinterpret_cast<float*>(static_cast<char*>(dlse.ptr) + kGuardBytes);
   if (want_q) {
     HARNESS_CUDA(cudaMalloc(&dlq.ptr, B * 4));
     HARNESS_CUDA(cudaMemcpy(dlq.ptr, lens_q.data(), B * 4, cudaMemcpyHostToDevice));
@@ -194,14 +221,19 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
     HARNESS_CUDA(cudaMemcpy(dlk.ptr, lens_k.data(), B * 4, cudaMemcpyHostToDevice));
   }
 
-  Params p = make_params(c.dtype, B, Sq, Sk, Hq, Hkv, D, dq.ptr, dk.ptr, dv.ptr, dout.ptr);
-  auto strides = c.layout == Layout::kBSHD ? bshd_strides : bhsd_strides;
-  set_q_strides(p, strides(Sq, Hq, D));
-  set_o_strides(p, strides(Sq, Hq, D));
-  set_k_strides(p, strides(Sk, Hkv, D));
-  set_v_strides(p, strides(Sk, Hkv, D));
+  Params p = make_params(c.dtype, B, Sq, Sk, Hq, Hkv, D, dq.ptr, dk.ptr, dv.ptr, o_ptr);
+  set_q_strides(p, layout_strides(c.layout, Sq, Hq, D));
+  set_o_strides(p, layout_strides(c.layout, Sq, Hq, D));
+  set_k_strides(p, layout_strides(c.layout, Sk, Hkv, D));
+  set_v_strides(p, layout_strides(c.layout, Sk, Hkv, D));
   p.causal = c.causal;
-  p.lse = c.with_lse ? static_cast<float*>(dlse.ptr) : nullptr;
+  // The reference takes the scale the kernel gets (a float).
+  const double scale = c.scale > 0 ? static_cast<double>(static_cast<float>(c.scale)) : default_softmax_scale(D);
+  if (c.scale > 0) {
+    p.has_softmax_scale = 1;
+    p.softmax_scale = static_cast<float>(c.scale);
+  }
+  p.lse = c.with_lse ? lse_ptr : nullptr;
   if (c.lengths == Lengths::kShared) p.seqlens = static_cast<const int32_t*>(dlq.ptr);
   else {
     p.seqlens_q = static_cast<const int32_t*>(dlq.ptr);
@@ -212,20 +244,40 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
   HARNESS_CUDA(cudaDeviceSynchronize());
   HARNESS_CUDA(cudaGetLastError());
 
-  std::vector<uint16_t> out_l(nq);
-  std::vector<uint32_t> lse_bits(static_cast<size_t>(B * Hq * Sq));
-  HARNESS_CUDA(cudaMemcpy(out_l.data(), dout.ptr, nq * 2, cudaMemcpyDeviceToHost));
-  HARNESS_CUDA(cudaMemcpy(lse_bits.data(), dlse.ptr, lse_bits.size() * 4, cudaMemcpyDeviceToHost));
+  if (c.corrupt_past_end) HARNESS_CUDA(cudaMemset(static_cast<char*>(o_ptr) + nq * 2, 0, 2));
+  // Whole buffers, guard bands included.
+  std::vector<uint16_t> out_all(nq + 2 * kGuardBytes / 2);
+  std::vector<uint32_t> lse_all(nlse + 2 * kGuardBytes / 4);
+  HARNESS_CUDA(cudaMemcpy(out_all.data(), dout.ptr, out_all.size() * 2, cudaMemcpyDeviceToHost));
+  HARNESS_CUDA(cudaMemcpy(lse_all.data(), dlse.ptr, lse_all.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<uint16_t> out_l(out_all.begin() + kGuardBytes / 2, out_all.end() - kGuardBytes / 2);
+  if (c.corrupt_row >= 0)
+    std::fill_n(out_l.begin() + offset(c.layout, Sq, Hq, D, 0, c.corrupt_row, 0), D, to_bits(0.0f, c.dtype));
+  const std::vector<uint32_t> lse_bits(lse_all.begin() + kGuardBytes / 4, lse_all.end() - kGuardBytes / 4);
+  for (size_t i = 0; i < kGuardBytes / 2; ++i)
+    e.out_of_bounds += (out_all[i] != kPoison16) + (out_all[out_all.size() - 1 - i] != kPoison16);
+  for (size_t i = 0; i < kGuardBytes / 4; ++i)
+    e.out_of_bounds += (lse_all[i] != kPoison32) + (lse_all[lse_all.size() - 1 - i] != kPoison32);
+  if (!c.with_lse)
+    for (uint32_t x : lse_bits) e.out_of_bounds += x != kPoison32;  // no lse asked: none written
+  {
+    // O's gaps (kPadded): every element that is not some (b, s, h, d).
+    std::vector<char> inside(nq, 0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s2 = 0; s2 < Sq; ++s2)
+        for (int64_t h = 0; h < Hq; ++h)
+          std::fill_n(inside.begin() + offset(c.layout, Sq, Hq, D, b, s2, h), D, 1);
+    for (size_t i = 0; i < nq; ++i) e.out_of_bounds += !inside[i] && out_l[i] != kPoison16;
+  }
 
   // Reference, one batch entry per task, spread over the host's cores.
-  std::vector<double> ref_o(nq), ref_lse(lse_bits.size());
+  std::vector<double> ref_o(static_cast<size_t>(B * Sq * Hq * D)), ref_lse(lse_bits.size());
   auto widen = [&](const std::vector<uint16_t>& x) {
     std::vector<double> y(x.size());
     for (size_t i = 0; i < x.size(); ++i) y[i] = from_bits(x[i], c.dtype);
     return y;
   };
   const std::vector<double> qd = widen(q), kd = widen(k), vd = widen(v);
-  const double scale = default_softmax_scale(D);
   auto ref_batch = [&](int64_t b) {
     ref::Problem rp;
     rp.batch = 1; rp.seqlen_q = Sq; rp.seqlen_k = Sk; rp.heads_q = Hq; rp.heads_kv = Hkv;
@@ -243,11 +295,12 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
     for (auto& t : pool) t.join();
   }
 
-  // Compare.
+  // Compare: the whole output, and each row on its own.
   double diff2 = 0, ref2 = 0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < Sq; ++s)
-      for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t h = 0; h < Hq; ++h) {
+        double row_diff2 = 0, row_ref2 = 0;
         for (int64_t d = 0; d < D; ++d) {
           const uint16_t bits = out_l[offset(c.layout, Sq, Hq, D, b, s, h) + d];
           const double r = ref_o[((b * Sq + s) * Hq + h) * D + d];
@@ -255,9 +308,14 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
           const double o = from_bits(bits, c.dtype);
           if (std::isnan(r) != std::isnan(o)) { ++e.nan_mismatch; continue; }
           if (std::isnan(r)) continue;
-          diff2 += (o - r) * (o - r);
-          ref2 += r * r;
+          row_diff2 += (o - r) * (o - r);
+          row_ref2 += r * r;
         }
+        diff2 += row_diff2;
+        ref2 += row_ref2;
+        const double row_rel = std::sqrt(row_diff2) / std::max(std::sqrt(row_ref2), 1e-30);
+        if (!(row_rel <= e.o_row_max_rel)) e.o_row_max_rel = row_rel;  // NaN sticks
+      }
   e.o_rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   if (c.with_lse)
     for (size_t i = 0; i < lse_bits.size(); ++i) {
@@ -268,8 +326,11 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
       if (std::isnan(r) != std::isnan(f)) { ++e.nan_mismatch; continue; }
       if (std::isnan(r)) continue;
       if (std::isinf(r) || std::isinf(f)) { if (r != f) ++e.inf_mismatch; continue; }
-      e.lse_max_rel = std::max(e.lse_max_rel, std::abs(f - r) / std::max(1.0, std::abs(r)));
+      const double rel = std::abs(f - r) / std::max(1.0, std::abs(r));
+      if (!(rel <= e.lse_max_rel)) e.lse_max_rel = rel;  // NaN sticks
     }
+  static const bool verbose = std::getenv("DHP_TEST_VERBOSE") != nullptr;
+  if (verbose) std::printf("[errors] %s: %s\n", c.name().c_str(), e.describe().c_str());
   return e;
 }
 
