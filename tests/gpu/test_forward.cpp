@@ -133,7 +133,7 @@ std::vector<Case> all_cases() {
   // hold NaN (never read); O's gaps must stay untouched (never written).
   cs.push_back(make(kF16, 3, 300, 300, 4, 2, 128, true, Lengths::kSeparate, Layout::kPadded));
   cs.push_back(make(kBF16, 2, 257, 190, 4, 4, 64, false, Lengths::kNone, Layout::kPadded));
-  cs.push_back(make(kF16, 2, 200, 260, 2, 1, 256, false, Lengths::kShared, Layout::kPadded));
+  cs.push_back(make(kF16, 2, 260, 260, 2, 1, 256, false, Lengths::kShared, Layout::kPadded));
   // Causal grids with S_q >= 2048 and more tiles than SMs: the Hopper
   // launcher's per-CTA schedule lists where its load model prefers them
   // (sm90/launch.cuh; DHP_SM90_SCHEDULE_TABLE=2 forces them, as the GPU
@@ -189,7 +189,7 @@ TEST(ForwardHarness, DetectsAWrongResult) {
   EXPECT_FALSE(passes(e, c.dtype)) << "a wrong reference was accepted: " << e.describe();
 }
 
-// One wrong row among many passes the whole-output L2 error but not the
+// One row 10 % off among 8 000 passes the whole-output L2 error but not the
 // per-row one; one element written past o's end is caught by its guard band.
 TEST(ForwardHarness, DetectsOneWrongRowAndAWritePastTheEnd) {
   REQUIRE_GPU();
@@ -197,7 +197,7 @@ TEST(ForwardHarness, DetectsOneWrongRowAndAWritePastTheEnd) {
   c.corrupt_row = 517;
   const Errors e = run_case(c);
   EXPECT_LE(e.o_rel_l2, o_tolerance(c.dtype)) << "the whole-output error alone would have caught it: " << e.describe();
-  EXPECT_FALSE(passes(e, c.dtype)) << "a zeroed row was accepted: " << e.describe();
+  EXPECT_FALSE(passes(e, c.dtype)) << "a row 10 % off was accepted: " << e.describe();
   Case g = make(DType::kFloat16, 2, 100, 100, 2, 2, 64, false);
   g.corrupt_past_end = true;
   const Errors eg = run_case(g);

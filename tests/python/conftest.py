@@ -82,7 +82,9 @@ def rel_l2(x, ref):
     return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-TOL = {"float16": 2e-3, "bfloat16": 1.5e-2}  # relative L2 vs float64 (fp16 measured ~2.5e-4)
+# Relative L2 vs float64, as the C++ suite (tests/support/harness.hpp: fp16
+# measured 3.3e-4, bf16 2.2e-3 at most over its cases).
+TOL = {"float16": 2e-3, "bfloat16": 1e-2}
 
 
 @pytest.fixture(autouse=True)

@@ -34,7 +34,9 @@ def _check(o, lse, ref_o, ref_lse, dtype, what):
     if lse is not None:
         fin = torch.isfinite(ref_lse)
         assert torch.equal(fin, torch.isfinite(lse)) and (lse[~fin] == float("-inf")).all(), f"{what}: lse -inf rows"
-        torch.testing.assert_close(lse[fin], ref_lse[fin], atol=2e-3, rtol=1e-3, msg=f"{what}: lse")
+        # The C++ suite measures lse within 2e-6 of the float64 reference
+        # (tests/support/harness.hpp); 1e-5 as there.
+        torch.testing.assert_close(lse[fin], ref_lse[fin], atol=1e-5, rtol=1e-5, msg=f"{what}: lse")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
