@@ -5,6 +5,8 @@
 # ./gpu-check-out when OUT is unset).
 #   scripts/gpu-check.sh [--quick]
 set -uo pipefail
+# A missing device fails the tests here instead of skipping them.
+export DHP_REQUIRE_GPU=1
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-check-out}"
 mkdir -p "$out"

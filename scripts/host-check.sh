@@ -5,6 +5,8 @@
 # print scripts/host-overhead.py's table last. Logs go to $OUT.
 #   scripts/host-check.sh
 set -uo pipefail
+# A missing device fails the tests here instead of skipping them.
+export DHP_REQUIRE_GPU=1
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 out="${OUT:-host-check-out}"

@@ -5,6 +5,8 @@
 # ./python-check-out when OUT is unset).
 #   scripts/python-check.sh [--quick|--full|--no-bench]   (default --quick)
 set -uo pipefail
+# A missing device fails the tests here instead of skipping them.
+export DHP_REQUIRE_GPU=1
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 out="${OUT:-python-check-out}"

@@ -25,7 +25,8 @@ gpu_line=$("build/$preset/tests/dhp_gpu_tests" --gtest_filter='ForwardArgs.*' 2>
 if [ -n "$gpu_line" ]; then
   echo "GPU tests: $gpu_line (every GPU test above was skipped; run scripts/gpu-check.sh on a GPU machine)"
 else
-  echo "GPU tests: ran on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+  name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  echo "GPU tests: ran on ${name:-a device nvidia-smi did not name}"
 fi
 # ctest's summary reads "N% tests passed, F tests failed out of T", or
 # "100% tests passed out of T" when nothing failed or was skipped.

@@ -10,14 +10,10 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "require_gpu.hpp"
 
 namespace dhp::testing {
 namespace {
-
-#define REQUIRE_GPU()                                                   \
-  do {                                                                  \
-    if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device"; \
-  } while (0)
 
 void expect_pass(const Case& c) {
   const Errors e = run_case(c);
@@ -26,7 +22,7 @@ void expect_pass(const Case& c) {
 
 class Forward : public ::testing::TestWithParam<Case> {};
 TEST_P(Forward, MatchesReference) {
-  REQUIRE_GPU();
+  DHP_REQUIRE_GPU();
   expect_pass(GetParam());
 }
 
@@ -156,14 +152,29 @@ INSTANTIATE_TEST_SUITE_P(Grid, Forward, ::testing::ValuesIn(all_cases()),
                            return "case" + std::to_string(info.index);
                          });
 
-// Explicit extreme lengths: every sequence empty, every sequence full.
+// Explicit extreme lengths: every sequence empty, every sequence full; and
+// the extremes side by side in one batch for every kernel.
 TEST(ForwardLengths, AllZeroAndAllFull) {
-  REQUIRE_GPU();
+  DHP_REQUIRE_GPU();
   for (int32_t len : {0, 1, 255, 256}) {
     Case c = make(DType::kFloat16, 4, 256, 256, 2, 2, 128, false, Lengths::kShared);
     c.lens_q = std::vector<int32_t>(4, len);
     expect_pass(c);
   }
+  // Every head dim, dtype and mask, at a size that is not a tile multiple:
+  // lengths 0, 1, S - 1 and S side by side, shared and separate (a key
+  // length 0 beside a query length S, and the reverse).
+  for (DType dt : {DType::kFloat16, DType::kBFloat16})
+    for (int64_t D : {64, 128, 256})
+      for (bool causal : {false, true}) {
+        Case s = make(dt, 4, 257, 257, 2, 1, D, causal, Lengths::kShared);
+        s.lens_q = {0, 1, 256, 257};
+        expect_pass(s);
+        Case sep = make(dt, 4, 257, 300, 2, 2, D, causal, Lengths::kSeparate);
+        sep.lens_q = {257, 0, 1, 256};
+        sep.lens_k = {0, 300, 299, 1};
+        expect_pass(sep);
+      }
   // Out-of-range lengths are clamped, not rejected.
   Case c = make(DType::kFloat16, 4, 128, 128, 2, 2, 64, true, Lengths::kSeparate);
   c.lens_q = {-5, 1000, 64, 2147483647};
@@ -174,7 +185,7 @@ TEST(ForwardLengths, AllZeroAndAllFull) {
 // NaN in one visible query row propagates to that row (as in the reference)
 // and nowhere else.
 TEST(ForwardNaN, VisibleNaNPropagatesOnlyToItsRow) {
-  REQUIRE_GPU();
+  DHP_REQUIRE_GPU();
   Case c = make(DType::kFloat16, 1, 100, 100, 1, 1, 64, false);
   c.nan_query_row = 37;
   expect_pass(c);
@@ -183,7 +194,7 @@ TEST(ForwardNaN, VisibleNaNPropagatesOnlyToItsRow) {
 // The comparison must be able to fail: against a reference computed with the
 // causal flag flipped, the same kernel output is rejected.
 TEST(ForwardHarness, DetectsAWrongResult) {
-  REQUIRE_GPU();
+  DHP_REQUIRE_GPU();
   const Case c = make(DType::kFloat16, 2, 200, 200, 2, 2, 128, true);
   const Errors e = run_case(c, 0, /*wrong_reference=*/true);
   EXPECT_FALSE(passes(e, c.dtype)) << "a wrong reference was accepted: " << e.describe();
@@ -192,7 +203,7 @@ TEST(ForwardHarness, DetectsAWrongResult) {
 // One row 10 % off among 8 000 passes the whole-output L2 error but not the
 // per-row one; one element written past o's end is caught by its guard band.
 TEST(ForwardHarness, DetectsOneWrongRowAndAWritePastTheEnd) {
-  REQUIRE_GPU();
+  DHP_REQUIRE_GPU();
   Case c = make(DType::kBFloat16, 2, 1000, 1000, 4, 2, 128, false);
   c.corrupt_row = 517;
   const Errors e = run_case(c);
@@ -207,7 +218,7 @@ TEST(ForwardHarness, DetectsOneWrongRowAndAWritePastTheEnd) {
 
 // Invalid arguments launch nothing even with a device present.
 TEST(ForwardArgs, InvalidHeadDimIsRejectedBeforeLaunch) {
-  REQUIRE_GPU();
+  DHP_REQUIRE_GPU();
   Params p = make_params(DType::kFloat16, 1, 16, 16, 1, 1, 96, reinterpret_cast<void*>(0x1000),
                          reinterpret_cast<void*>(0x1000), reinterpret_cast<void*>(0x1000),
                          reinterpret_cast<void*>(0x1000));

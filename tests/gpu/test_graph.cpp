@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "require_gpu.hpp"
 #include "reference/reference.hpp"
 
 namespace dhp::testing {
@@ -21,7 +22,7 @@ namespace {
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 TEST(ForwardGraph, ReplayWithSecretLengthsMatchesDirectCallAndReference) {
-  if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  DHP_REQUIRE_GPU();
   const int64_t B = 4, S = 300, H = 4, D = 128;
   const int64_t n = B * S * H * D;
   const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "require_gpu.hpp"
 
 namespace dhp::testing {
 namespace {
@@ -133,7 +134,7 @@ void expect_same_alone_and_in_batch(DType dt, bool causal, Lens mode, int64_t Sq
 }
 
 TEST(TileHeights, D64SequenceAloneMatchesItInABatchBitwise) {
-  if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  DHP_REQUIRE_GPU();
   for (DType dt : {DType::kFloat16, DType::kBFloat16})
     for (bool causal : {false, true})
       for (bool lengths : {false, true}) {
@@ -144,7 +145,7 @@ TEST(TileHeights, D64SequenceAloneMatchesItInABatchBitwise) {
 }
 
 TEST(TileHeights, D64CausalOffsetsMatchAcrossHeightsBitwise) {
-  if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  DHP_REQUIRE_GPU();
   struct Shape {
     int64_t sq, sk;
     Lens mode;
@@ -162,7 +163,7 @@ TEST(TileHeights, D64CausalOffsetsMatchAcrossHeightsBitwise) {
 }
 
 TEST(TileHeights, D64HalfRowTilesMatchOtherHeightsBitwise) {
-  if (!cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  DHP_REQUIRE_GPU();
   struct Shape {
     int64_t sq, sk, h;
     bool causal;

@@ -16,6 +16,7 @@
 #include "kernels/sm90/tma.cuh"
 #include "kernels/sm90/wgmma.cuh"
 #include "support/harness.hpp"
+#include "support/require_gpu.hpp"
 
 namespace {
 
@@ -56,7 +57,7 @@ TEST(TensorMap, RejectsBadArgumentsByName) {
 }
 
 TEST(TmaGpu, SwizzledTileMatchesTheWgmmaLayoutAndZeroFills) {
-  if (!dhp::testing::cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device";
+  DHP_REQUIRE_GPU();
   cudaDeviceProp p{};
   cudaGetDeviceProperties(&p, 0);
   if (p.major != 9) GTEST_SKIP() << "skipped: needs an sm_90 GPU";

@@ -16,6 +16,7 @@
 
 #include "kernels/sm90/wgmma.cuh"
 #include "support/harness.hpp"
+#include "support/require_gpu.hpp"
 
 using dhp::sm90::DType;
 namespace desc = dhp::sm90::desc;
@@ -184,7 +185,7 @@ bool sm90_available() {
 
 #define REQUIRE_SM90()                                                                   \
   do {                                                                                   \
-    if (!dhp::testing::cuda_device_available()) GTEST_SKIP() << "skipped: no CUDA device"; \
+    DHP_REQUIRE_GPU(); \
     if (!sm90_available()) GTEST_SKIP() << "skipped: needs an sm_90 GPU";                \
   } while (0)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 
 import pytest
 
@@ -20,6 +21,15 @@ HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="skipped: PyTorch not installed")
 needs_gpu = pytest.mark.skipif(not HAS_CUDA, reason="skipped: no CUDA device")
 needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="skipped: transformers not installed")
+
+
+def pytest_configure(config):
+    # The GPU machine's scripts set DHP_REQUIRE_GPU: there a run that would
+    # skip every GPU test (no PyTorch, a CPU-only PyTorch, no device) is an
+    # error, not a pass.
+    if os.environ.get("DHP_REQUIRE_GPU") and not HAS_CUDA:
+        why = "PyTorch is not installed" if not HAS_TORCH else "PyTorch sees no CUDA device"
+        raise pytest.UsageError(f"DHP_REQUIRE_GPU is set but {why}")
 
 
 def pytest_report_header(config):
