@@ -3,8 +3,9 @@
 # with each D = 64 tile height forced and each D = 256 main loop forced,
 # then installs the Python package and runs the benchmark command (python -m dhp_attention.bench). Logs to $OUT.
 set -uo pipefail
-# A missing device fails the tests here instead of skipping them.
-export DHP_REQUIRE_GPU=1
+# A missing device fails the tests here instead of skipping them, and a
+# call the Hopper kernel should take cannot pass on the portable one.
+export DHP_REQUIRE_GPU=1 DHP_NO_PORTABLE_FALLBACK=1
 cd "$(dirname "$0")/.."
 out="${OUT:-bench-and-suite-out}"; mkdir -p "$out"
 cmake -S . -B build/suite -G Ninja -DCMAKE_BUILD_TYPE=Release -DDHP_CUDA_ARCHS=90a -DDHP_BUILD_PYTHON=OFF > "$out/configure.log" 2>&1 &&

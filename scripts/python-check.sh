@@ -5,8 +5,9 @@
 # ./python-check-out when OUT is unset).
 #   scripts/python-check.sh [--quick|--full|--no-bench]   (default --quick)
 set -uo pipefail
-# A missing device fails the tests here instead of skipping them.
-export DHP_REQUIRE_GPU=1
+# A missing device fails the tests here instead of skipping them, and a
+# call the Hopper kernel should take cannot pass on the portable one.
+export DHP_REQUIRE_GPU=1 DHP_NO_PORTABLE_FALLBACK=1
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 out="${OUT:-python-check-out}"

@@ -6,8 +6,9 @@
 # error of each kind by dtype and kernel: what the suite's tolerances
 # (tests/support/harness.cpp) are set against. Logs to $OUT.
 set -uo pipefail
-# A missing device fails the tests here instead of skipping them.
-export DHP_REQUIRE_GPU=1
+# A missing device fails the tests here instead of skipping them, and a
+# call the Hopper kernel should take cannot pass on the portable one.
+export DHP_REQUIRE_GPU=1 DHP_NO_PORTABLE_FALLBACK=1
 cd "$(dirname "$0")/.."
 out="${OUT:-suite-errors-out}"; mkdir -p "$out"
 cmake -S . -B build/suite -G Ninja -DCMAKE_BUILD_TYPE=Release -DDHP_CUDA_ARCHS=90a -DDHP_BUILD_PYTHON=OFF > "$out/configure.log" 2>&1 &&

@@ -134,6 +134,13 @@ Status attention_forward(const Params& p) {
     const cudaError_t e = kSm90Table[dtype_index][dim_index](a, has_lengths, stream);
     if (e == cudaSuccess) return {};
     if (e != cudaErrorNotSupported) return cuda_failure("kernel launch", e);
+    // Test setting: the GPU scripts forbid the fallback, so that a call the
+    // Hopper kernel should take cannot pass its test on the portable one.
+    static const bool no_fallback = std::getenv("DHP_NO_PORTABLE_FALLBACK") != nullptr;
+    if (no_fallback)
+      return Status{DHP_ERROR_UNSUPPORTED,
+                    "the Hopper kernel does not take this call (a public limit: tensor map, 32-bit counters or "
+                    "scratch memory), and DHP_NO_PORTABLE_FALLBACK is set"};
   }
 #endif
   const cudaError_t err = kTable[dtype_index][dim_index](a, has_lengths, stream);

@@ -130,6 +130,13 @@ std::vector<Case> all_cases() {
   cs.push_back(make(kF16, 3, 300, 300, 4, 2, 128, true, Lengths::kSeparate, Layout::kPadded));
   cs.push_back(make(kBF16, 2, 257, 190, 4, 4, 64, false, Lengths::kNone, Layout::kPadded));
   cs.push_back(make(kF16, 2, 260, 260, 2, 1, 256, false, Lengths::kShared, Layout::kPadded));
+  // Zero strides: K and V broadcast over their heads (head stride 0), which
+  // validation allows for inputs.
+  for (int64_t D : {64, 256}) {
+    Case c = make(D == 64 ? kF16 : kBF16, 2, 300, 333, 4, 4, D, D == 64, D == 64 ? Lengths::kSeparate : Lengths::kNone);
+    c.broadcast_kv_heads = true;
+    cs.push_back(c);
+  }
   // Causal grids with S_q >= 2048 and more tiles than SMs: the Hopper
   // launcher's per-CTA schedule lists where its load model prefers them
   // (sm90/launch.cuh; DHP_SM90_SCHEDULE_TABLE=2 forces them, as the GPU

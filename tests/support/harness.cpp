@@ -129,7 +129,7 @@ std::string Case::name() const {
      << (causal ? " causal" : "") << " lens=" << kLens[static_cast<int>(lengths)]
      << (layout == Layout::kBHSD ? " bhsd" : layout == Layout::kPadded ? " padded" : " bshd")
      << (scale > 0 ? " scale=" + std::to_string(scale) : "") << (poison_padding ? " nan-padding" : "")
-     << (nan_query_row >= 0 ? " nan-row" : "") << (corrupt_row >= 0 || corrupt_past_end ? " corrupted" : "");
+     << (nan_query_row >= 0 ? " nan-row" : "") << (broadcast_kv_heads ? " kv-heads-broadcast" : "") << (corrupt_row >= 0 || corrupt_past_end ? " corrupted" : "");
   return os.str();
 }
 
@@ -183,31 +183,39 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
   fill(k, Sk, Hkv, lens_k);
   fill(v, Sk, Hkv, lens_k);
   if (c.nan_query_row >= 0) q[(c.nan_query_row * Hq) * D] = to_bits(std::numeric_limits<float>::quiet_NaN(), c.dtype);
+  // K/V heads broadcast: every kv head holds head 0's values (the reference
+  // sees them so), stored once with head stride 0.
+  if (c.broadcast_kv_heads)
+    for (auto* x : {&k, &v})
+      for (int64_t r = 0; r < B * Sk; ++r)
+        for (int64_t h = 1; h < Hkv; ++h) std::memcpy(&(*x)[(r * Hkv + h) * D], &(*x)[r * Hkv * D], D * 2);
+  const Strides kv_strides =
+      c.broadcast_kv_heads ? Strides{Sk * D, D, 0} : layout_strides(c.layout, Sk, Hkv, D);
+  const int64_t kv_elements = c.broadcast_kv_heads ? B * Sk * D : layout_elements(c.layout, B, Sk, Hkv, D);
 
   // Device copies in the requested layout; gaps between rows (kPadded) hold
   // NaN, which no output may show.
-  auto to_layout = [&](const std::vector<uint16_t>& x, int64_t S, int64_t H) {
-    std::vector<uint16_t> y(static_cast<size_t>(layout_elements(c.layout, B, S, H, D)),
-                            to_bits(std::numeric_limits<float>::quiet_NaN(), c.dtype));
+  auto to_layout = [&](const std::vector<uint16_t>& x, int64_t S, int64_t H, Strides st, int64_t elements) {
+    std::vector<uint16_t> y(static_cast<size_t>(elements), to_bits(std::numeric_limits<float>::quiet_NaN(), c.dtype));
     for (int64_t b = 0; b < B; ++b)
       for (int64_t s = 0; s < S; ++s)
         for (int64_t h = 0; h < H; ++h)
-          std::memcpy(&y[offset(c.layout, S, H, D, b, s, h)], &x[((b * S + s) * H + h) * D], D * 2);
+          std::memcpy(&y[b * st.batch + s * st.seq + h * st.head], &x[((b * S + s) * H + h) * D], D * 2);
     return y;
   };
   DeviceBuffer dq, dk, dv, dout, dlse, dlq, dlk;
   const size_t nq = static_cast<size_t>(layout_elements(c.layout, B, Sq, Hq, D)),
-               nk = static_cast<size_t>(layout_elements(c.layout, B, Sk, Hkv, D)),
-               nlse = static_cast<size_t>(B * Hq * Sq);
+               nk = static_cast<size_t>(kv_elements), nlse = static_cast<size_t>(B * Hq * Sq);
+  const Strides q_strides = layout_strides(c.layout, Sq, Hq, D);
   HARNESS_CUDA(cudaMalloc(&dq.ptr, nq * 2));
   HARNESS_CUDA(cudaMalloc(&dk.ptr, nk * 2));
   HARNESS_CUDA(cudaMalloc(&dv.ptr, nk * 2));
   // o and lse between guard bands; everything poisoned (kPoison16 / 32).
   HARNESS_CUDA(cudaMalloc(&dout.ptr, nq * 2 + 2 * kGuardBytes));
   HARNESS_CUDA(cudaMalloc(&dlse.ptr, nlse * 4 + 2 * kGuardBytes));
-  HARNESS_CUDA(cudaMemcpy(dq.ptr, to_layout(q, Sq, Hq).data(), nq * 2, cudaMemcpyHostToDevice));
-  HARNESS_CUDA(cudaMemcpy(dk.ptr, to_layout(k, Sk, Hkv).data(), nk * 2, cudaMemcpyHostToDevice));
-  HARNESS_CUDA(cudaMemcpy(dv.ptr, to_layout(v, Sk, Hkv).data(), nk * 2, cudaMemcpyHostToDevice));
+  HARNESS_CUDA(cudaMemcpy(dq.ptr, to_layout(q, Sq, Hq, q_strides, nq).data(), nq * 2, cudaMemcpyHostToDevice));
+  HARNESS_CUDA(cudaMemcpy(dk.ptr, to_layout(k, Sk, Hkv, kv_strides, nk).data(), nk * 2, cudaMemcpyHostToDevice));
+  HARNESS_CUDA(cudaMemcpy(dv.ptr, to_layout(v, Sk, Hkv, kv_strides, nk).data(), nk * 2, cudaMemcpyHostToDevice));
   HARNESS_CUDA(cudaMemset(dout.ptr, 0xFF, nq * 2 + 2 * kGuardBytes));
   HARNESS_CUDA(cudaMemset(dlse.ptr, 0xFF, nlse * 4 + 2 * kGuardBytes));
   void* const o_ptr = static_cast<char*>(dout.ptr) + kGuardBytes;
@@ -222,10 +230,10 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
   }
 
   Params p = make_params(c.dtype, B, Sq, Sk, Hq, Hkv, D, dq.ptr, dk.ptr, dv.ptr, o_ptr);
-  set_q_strides(p, layout_strides(c.layout, Sq, Hq, D));
-  set_o_strides(p, layout_strides(c.layout, Sq, Hq, D));
-  set_k_strides(p, layout_strides(c.layout, Sk, Hkv, D));
-  set_v_strides(p, layout_strides(c.layout, Sk, Hkv, D));
+  set_q_strides(p, q_strides);
+  set_o_strides(p, q_strides);
+  set_k_strides(p, kv_strides);
+  set_v_strides(p, kv_strides);
   p.causal = c.causal;
   // The reference takes the scale the kernel gets (a float).
   const double scale = c.scale > 0 ? static_cast<double>(static_cast<float>(c.scale)) : default_softmax_scale(D);

@@ -30,6 +30,7 @@ struct Case {
   Layout layout = Layout::kBSHD;
   bool with_lse = true;
   double scale = 0;              // softmax scale; 0: the default 1/sqrt(D)
+  bool broadcast_kv_heads = false;  // K and V stored once, head stride 0 (every kv head the same)
   bool poison_padding = false;  // NaN in Q/K/V beyond the secret lengths
   int64_t nan_query_row = -1;   // >= 0: put a NaN in this visible Q row of (b 0, h 0)
   // Checks of the harness itself (the comparison must be able to fail):
