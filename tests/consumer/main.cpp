@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstring>
 
 #include "dhp/attention.h"
 #include "dhp/attention.hpp"
@@ -11,5 +12,7 @@ int main() {
   char msg[256];
   const dhp_status c = dhp_attention_validate(&p, msg, sizeof msg);
   std::printf("consumer: %s / %s\n", s.message.c_str(), msg);
-  return (s.code == DHP_ERROR_INVALID_ARGUMENT && c == s.code) ? 0 : 1;
+  // H_q = 3 is not a multiple of H_kv = 2: both messages must name heads_q.
+  const bool named = s.message.find("heads_q") != std::string::npos && std::strstr(msg, "heads_q") != nullptr;
+  return (s.code == DHP_ERROR_INVALID_ARGUMENT && c == s.code && named) ? 0 : 1;
 }

@@ -114,6 +114,7 @@ const BadCase kBadCases[] = {
     {"q_stride_batch_negative", [](auto& p) { p.q_stride_batch = -p.q_stride_batch; }, kInvalid, {"q_stride_batch", ">= 0"}},
     {"k_stride_seq_negative", [](auto& p) { p.k_stride_seq = -256; }, kInvalid, {"k_stride_seq", ">= 0"}},
     {"o_stride_head_negative", [](auto& p) { p.o_stride_head = -128; }, kInvalid, {"o_stride_head", ">= 0"}},
+    {"v_stride_head_negative", [](auto& p) { p.v_stride_head = -128; }, kInvalid, {"v_stride_head", ">= 0"}},
     // One stride alone too large: (B - 1) * stride > 2^61 elements.
     {"q_span_single_stride", [](auto& p) { p.q_stride_batch = kHuge + 8; }, kInvalid, {"q_stride_batch", "2^62"}},
     {"v_span_single_stride", [](auto& p) { p.v_stride_seq = int64_t{1} << 56; }, kInvalid, {"v_stride_seq", "2^62"}},
@@ -150,6 +151,12 @@ const BadCase kBadCases[] = {
     {"lse_inside_q", [](auto& p) { p.lse = reinterpret_cast<float*>(kQ + 256); }, kInvalid, {"lse:", "overlaps q"}},
     {"lse_over_seqlens", [](auto& p) { p.seqlens = fake_lens(0x50100); p.lse = reinterpret_cast<float*>(0x50000); },
      kInvalid, {"lse:", "overlaps seqlens"}},
+    {"lse_over_seqlens_q", [](auto& p) { p.seqlens_q = fake_lens(0x50100); p.lse = reinterpret_cast<float*>(0x50000); },
+     kInvalid, {"lse:", "overlaps seqlens_q"}},
+    {"lse_over_seqlens_k", [](auto& p) { p.seqlens_k = fake_lens(0x50100); p.lse = reinterpret_cast<float*>(0x50000); },
+     kInvalid, {"lse:", "overlaps seqlens_k"}},
+    {"o_over_seqlens", [](auto& p) { p.seqlens = fake_lens(kO + 64); }, kInvalid, {"o:", "overlaps seqlens"}},
+    {"o_over_seqlens_q", [](auto& p) { p.seqlens_q = fake_lens(kO + 64); }, kInvalid, {"o:", "overlaps seqlens_q"}},
     {"seqlens_with_seqlens_q", [](auto& p) { p.seqlens = fake_lens(0x60000); p.seqlens_q = fake_lens(0x60100); },
      kInvalid, {"seqlens", "seqlens_q"}},
     {"seqlens_with_seqlens_k", [](auto& p) { p.seqlens = fake_lens(0x60000); p.seqlens_k = fake_lens(0x60100); },
@@ -214,6 +221,12 @@ const GoodCase kGoodCases[] = {
     {"separate_seqlens", [](auto& p) { p.seqlens_q = fake_lens(0x60004); p.seqlens_k = fake_lens(0x60104); }, 256},
     {"only_seqlens_q", [](auto& p) { p.seqlens_q = fake_lens(0x60004); }, 64},
     {"only_seqlens_k", [](auto& p) { p.seqlens_k = fake_lens(0x60004); p.causal = 1; }, 512},
+    // A dimension of size 1: its stride is never used, so any value passes
+    // (documented in attention.h), negative or not a multiple of 8 alike.
+    {"size_one_batch_stride_ignored", [](auto& p) { p.batch = 1; p.q_stride_batch = -7; p.o_stride_batch = 3; }},
+    {"size_one_kv_head_stride_ignored", [](auto& p) { p.heads_kv = 1; contiguous(p); p.k_stride_head = -1; p.v_stride_head = 5; }},
+    // Inputs broadcast by a zero stride (K/V shared by all kv heads).
+    {"kv_head_stride_zero", [](auto& p) { p.k_stride_head = 0; p.v_stride_head = 0; }},
     {"batch_at_limit", [](auto& p) { p.batch = 65535; }},
     {"heads_at_limit", [](auto& p) { p.heads_q = p.heads_kv = 65535; contiguous(p); }},
     {"seqlen_at_limit", [](auto& p) { p.seqlen_q = p.seqlen_k = int64_t{1} << 24; contiguous(p); }},
