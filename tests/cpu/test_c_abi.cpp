@@ -3,7 +3,6 @@
 // validates before it touches a device.
 #include <gtest/gtest.h>
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -17,6 +16,7 @@
 
 #include "dhp/attention.h"
 #include "dhp/attention.hpp"
+#include "harness.hpp"
 #include "reference/reference.hpp"
 
 namespace {
@@ -207,9 +207,8 @@ TEST(CAbi, ForwardWithValidParams) {
   std::vector<std::vector<double>> wide(3, std::vector<double>(static_cast<size_t>(n)));
   for (int t = 0; t < 3; ++t)
     for (int64_t i = 0; i < n; ++i) {
-      const __half h = __float2half_rn(normal(rng));
-      std::memcpy(&host[t][i], &h, 2);
-      wide[t][i] = __half2float(h);
+      host[t][i] = dhp::testing::to_bits(normal(rng), dhp::DType::kFloat16);
+      wide[t][i] = dhp::testing::from_bits(host[t][i], dhp::DType::kFloat16);
     }
   void* buffers[4] = {};
   for (int t = 0; t < 4; ++t) {
@@ -239,14 +238,12 @@ TEST(CAbi, ForwardWithValidParams) {
   int64_t unwritten = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (out[i] == 0xFFFF) { ++unwritten; continue; }
-    __half h;
-    std::memcpy(&h, &out[i], 2);
-    const double o = __half2float(h);
+    const double o = dhp::testing::from_bits(out[i], dhp::DType::kFloat16);
     diff2 += (o - ref_o[i]) * (o - ref_o[i]);
     ref2 += ref_o[i] * ref_o[i];
   }
   EXPECT_EQ(unwritten, 0) << "seed " << seed;
-  EXPECT_LE(std::sqrt(diff2 / ref2), 2e-3) << "seed " << seed;  // NaN fails
+  EXPECT_LE(std::sqrt(diff2 / ref2), dhp::testing::o_tolerance(dhp::DType::kFloat16)) << "seed " << seed;  // NaN fails
 }
 
 }  // namespace

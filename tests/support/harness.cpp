@@ -60,10 +60,8 @@ Strides layout_strides(Layout l, int64_t S, int64_t H, int64_t D) {
 int64_t layout_elements(Layout l, int64_t B, int64_t S, int64_t H, int64_t D) {
   return B * layout_strides(l, S, H, D).batch;
 }
-int64_t offset(Layout l, int64_t S, int64_t H, int64_t D, int64_t b, int64_t s, int64_t h) {
-  const Strides st = layout_strides(l, S, H, D);
-  return b * st.batch + s * st.seq + h * st.head;
-}
+// Element offset of (b, s, h, 0) in a tensor with strides st.
+int64_t offset(const Strides& st, int64_t b, int64_t s, int64_t h) { return b * st.batch + s * st.seq + h * st.head; }
 
 // Bytes of poison on each side of o and lse: a store past either end lands
 // there and is counted.
@@ -200,7 +198,7 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
     for (int64_t b = 0; b < B; ++b)
       for (int64_t s = 0; s < S; ++s)
         for (int64_t h = 0; h < H; ++h)
-          std::memcpy(&y[b * st.batch + s * st.seq + h * st.head], &x[((b * S + s) * H + h) * D], D * 2);
+          std::memcpy(&y[offset(st, b, s, h)], &x[((b * S + s) * H + h) * D], D * 2);
     return y;
   };
   DeviceBuffer dq, dk, dv, dout, dlse, dlq, dlk;
@@ -261,7 +259,7 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
   std::vector<uint16_t> out_l(out_all.begin() + kGuardBytes / 2, out_all.end() - kGuardBytes / 2);
   if (c.corrupt_row >= 0)
     for (int64_t d = 0; d < D; ++d) {
-      uint16_t& x = out_l[offset(c.layout, Sq, Hq, D, 0, c.corrupt_row, 0) + d];
+      uint16_t& x = out_l[offset(q_strides, 0, c.corrupt_row, 0) + d];
       x = to_bits(1.1f * from_bits(x, c.dtype), c.dtype);
     }
   const std::vector<uint32_t> lse_bits(lse_all.begin() + kGuardBytes / 4, lse_all.end() - kGuardBytes / 4);
@@ -277,7 +275,7 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
     for (int64_t b = 0; b < B; ++b)
       for (int64_t s2 = 0; s2 < Sq; ++s2)
         for (int64_t h = 0; h < Hq; ++h)
-          std::fill_n(inside.begin() + offset(c.layout, Sq, Hq, D, b, s2, h), D, 1);
+          std::fill_n(inside.begin() + offset(q_strides, b, s2, h), D, 1);
     for (size_t i = 0; i < nq; ++i) e.out_of_bounds += !inside[i] && out_l[i] != kPoison16;
   }
 
@@ -313,7 +311,7 @@ Errors run_case(const Case& c, uint64_t seed, bool wrong_reference) {
       for (int64_t h = 0; h < Hq; ++h) {
         double row_diff2 = 0, row_ref2 = 0;
         for (int64_t d = 0; d < D; ++d) {
-          const uint16_t bits = out_l[offset(c.layout, Sq, Hq, D, b, s, h) + d];
+          const uint16_t bits = out_l[offset(q_strides, b, s, h) + d];
           const double r = ref_o[((b * Sq + s) * Hq + h) * D + d];
           if (bits == kPoison16) { ++e.unwritten; continue; }
           const double o = from_bits(bits, c.dtype);
