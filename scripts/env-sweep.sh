@@ -4,7 +4,8 @@
 # environment, round-robin over ROUNDS (default 3) rounds so that drift falls
 # on all alike; prints each row's median TFLOP/s per setting (rows matched by
 # position, as scripts/ab-build.sh does, so dense and secret-length rows of
-# one shape stay apart).
+# one shape stay apart), and in brackets the rounds in which each setting
+# read above the first.
 #   BENCH_ARGS="--case 16,32,1024,64,1" scripts/env-sweep.sh base="" heavy="DHP_SM90_ORDER=2"
 # (Re)builds build/hopper's dhp_bench first (a no-op when up to date); logs
 # to $OUT (or ./env-sweep-out), whose earlier round files are removed.
@@ -43,5 +44,10 @@ for i, row in enumerate(ref):
     base = med.get(names[0])
     cells = [("-" if n not in med else f"{med[n]:.1f}" + (f" ({100 * (med[n] / base - 1):+.1f} %)" if base and n != names[0] else ""))
              for n in names]
+    # How many rounds each setting read above the first (round by round).
+    for n in names[1:]:
+        if n in med and data[names[0]]:
+            pairs = list(zip((float(r[i]["tflops"]) for r in data[names[0]]), (float(r[i]["tflops"]) for r in data[n])))
+            cells[names.index(n)] += f" [{sum(b > a for a, b in pairs)}/{len(pairs)}]"
     print(f"| {key} | " + " | ".join(cells) + " |")
 PY

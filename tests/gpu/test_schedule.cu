@@ -165,6 +165,27 @@ TEST(TileHeights, ItsShapesTakeDifferentHeightsOn132Sms) {
   EXPECT_EQ(sm90::d64_tile_rows(shape(1, 8, 512, false), true, 132), 64);   // with secret lengths
 }
 
+// The persistent grid (tile_shape.hpp, persistent_ctas): one CTA per SM but
+// for D = 128 without causal masking, where it is the fewest CTAs that keep
+// the number of rounds; never more CTAs or more rounds than one per SM.
+TEST(PersistentGrid, FewestCtasWithTheSameRoundsForD128NonCausal) {
+  EXPECT_EQ(sm90::persistent_ctas(shape(16, 16, 1024, false), 2048, 132, 128), 128);  // 16 rounds either way
+  EXPECT_EQ(sm90::persistent_ctas(shape(16, 16, 1024, true), 2048, 132, 128), 132);   // causal: one per SM
+  EXPECT_EQ(sm90::persistent_ctas(shape(16, 32, 1024, false), 3072, 132, 64), 132);   // D = 64: one per SM
+  EXPECT_EQ(sm90::persistent_ctas(shape(8, 8, 2048, false), 1024, 132, 256), 132);    // D = 256: one per SM
+  EXPECT_EQ(sm90::fewest_ctas_same_rounds(1000, 132), 125);
+  EXPECT_EQ(sm90::fewest_ctas_same_rounds(133, 132), 67);
+  EXPECT_EQ(sm90::fewest_ctas_same_rounds(100, 132), 100);  // below one round: the tiles
+  EXPECT_EQ(sm90::fewest_ctas_same_rounds(0, 132), 0);
+  for (int64_t tiles = 1; tiles < 20000; tiles += 7) {
+    const int64_t ctas = sm90::fewest_ctas_same_rounds(tiles, 132);
+    const int64_t rounds = (tiles + 131) / 132, rounds_here = (tiles + ctas - 1) / ctas;
+    ASSERT_LE(ctas, 132) << tiles;
+    ASSERT_EQ(rounds_here, rounds) << tiles;
+    if (ctas > 1) ASSERT_GT((tiles + ctas - 2) / (ctas - 1), rounds) << tiles;  // one CTA fewer: one round more
+  }
+}
+
 // D = 256's main loop (tile_shape.hpp, d256_one_gemm): chosen from the
 // public shape, never the batch, and never the one-GEMM kernel with secret
 // lengths (not built).

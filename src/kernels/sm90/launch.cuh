@@ -88,10 +88,16 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
   static const char* order_env = std::getenv("DHP_SM90_ORDER");
   const bool one_per_tile = grid_env != nullptr && std::strcmp(grid_env, "tiles") == 0;
   kernels::ForwardArgs args = a;
-  // DHP_SM90_GRID=N (a number below the SM count): at most N CTAs (A/B).
-  const int grid_cap = grid_env != nullptr && !one_per_tile && std::atoi(grid_env) > 0
+  // CTAs: tile_shape.hpp, persistent_ctas. DHP_SM90_GRID=N (a number below
+  // the SM count): at most N CTAs; =full: one per SM; =balanced: the fewest
+  // that keep the number of rounds, whatever the head dim (A/B).
+  const bool full = grid_env != nullptr && std::strcmp(grid_env, "full") == 0;
+  const bool balanced = grid_env != nullptr && std::strcmp(grid_env, "balanced") == 0;
+  const int grid_cap = full       ? sms
+                       : balanced ? static_cast<int>(fewest_ctas_same_rounds(tiles, sms))
+                       : grid_env != nullptr && !one_per_tile && std::atoi(grid_env) > 0
                            ? std::min(std::atoi(grid_env), sms)
-                           : sms;
+                           : static_cast<int>(persistent_ctas(a, tiles, sms, Traits::kHeadDim));
   const int grid = static_cast<int>(tiles < grid_cap || one_per_tile ? tiles : grid_cap);
   // tile_of(r + 1) reaches (r + 2) * grid: with one CTA per tile, 2 * tiles.
   if (one_per_tile && tiles > (INT32_MAX - 1024) / 2) return cudaErrorNotSupported;

@@ -32,4 +32,23 @@ inline bool d256_one_gemm(const kernels::ForwardArgs& a, bool secret_lengths) {
   return !secret_lengths && (a.seqlen_k <= 512 || (a.causal && a.seqlen_k <= 1024));
 }
 
+// The fewest CTAs that run `tiles` equal tiles in as many rounds as one CTA
+// per SM would (ceil(tiles / sms)): 128 instead of 132 for 1 024, 2 048 or
+// 4 096 tiles. The call lasts the same number of tile times; the SMs left
+// out idle from the start instead of in the last round.
+inline int64_t fewest_ctas_same_rounds(int64_t tiles, int sms) {
+  const int64_t rounds = tiles > sms ? (tiles + sms - 1) / sms : 1;
+  return (tiles + rounds - 1) / rounds;
+}
+
+// CTAs of the persistent grid (before the cap at the tile count): one per
+// SM, but for D = 128 without causal masking the fewest with the same
+// rounds. Measured +0.3 to +1.2 % on those rows on the H100 and the H200
+// (their tiles are equal; the SMs left out leave the others power), while
+// D = 64 / 256 and causal rows moved either way (docs/perf-log.md, sessions
+// 19 and 25). Public shape only; it never changes a tile's arithmetic.
+inline int64_t persistent_ctas(const kernels::ForwardArgs& a, int64_t tiles, int sms, int head_dim) {
+  return head_dim == 128 && !a.causal ? fewest_ctas_same_rounds(tiles, sms) : sms;
+}
+
 }  // namespace dhp::sm90
