@@ -30,6 +30,10 @@ echo "GPU tests on the portable kernel: $(grep -E '^\[  (PASSED|FAILED)  \]' "$o
 # launcher takes them by its load model otherwise).
 DHP_SM90_SCHEDULE_TABLE=2 build/hopper/tests/dhp_gpu_tests --gtest_brief=1 > "$out/gpu-tests-lists.log" 2>&1 || ctest_rc=1
 echo "GPU tests with schedule lists: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/gpu-tests-lists.log" | tr '\n' ' ')"
+# And with one CTA per SM everywhere (non-causal D = 128 launches fewer by
+# default: tile_shape.hpp, persistent_ctas).
+DHP_SM90_GRID=full build/hopper/tests/dhp_gpu_tests --gtest_brief=1 > "$out/gpu-tests-full-grid.log" 2>&1 || ctest_rc=1
+echo "GPU tests with one CTA per SM: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/gpu-tests-full-grid.log" | tr '\n' ' ')"
 build/hopper/tools/dhp_demo 2>&1 | tee "$out/demo.log"
 build/hopper/tools/dhp_bench $quick --out "$out/bench.tsv" > "$out/bench.log" 2>&1
 python3 scripts/sdpa_compare.py "$out/bench.tsv" > "$out/compare.md" 2> "$out/compare.err" || cat "$out/compare.err"

@@ -60,6 +60,8 @@ std::vector<Case> all_cases() {
   // Several tiles per CTA of the persistent Hopper grid (>= 3 x 132 tiles),
   // short key ranges: each Q buffer (two at D64/D128, one at D256) and each
   // lengths slot is reused several times, quickly, with O staged in it.
+  // (Non-causal D = 128: 512 tiles in 4 rounds of 128 CTAs, not 132 --
+  // tile_shape.hpp, persistent_ctas; B8 S257 below: 192 tiles on 96.)
   cs.push_back(make(kF16, 8, 1000, 96, 8, 2, 128, false));
   cs.push_back(make(kBF16, 12, 600, 200, 8, 2, 64, false, Lengths::kSeparate));  // 192-row tiles
   // The two-consumer D64 kernel (128-row tiles: causal S_q <= 2048, or
