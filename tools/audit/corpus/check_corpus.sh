@@ -56,6 +56,13 @@ H = {
  "leak_select_sunk_load":     [("line", r"^SEL|^@!?U?P[0-9T]\s+(LDG|LDC|MOV)"), ("line", r"LDG")],
  "leak_atomic_guarded":       [("line", PBR + "|" + r"^@!?U?P[0-9T]\s+(RED|ATOM)")],
  "leak_tma_secret_coord":     [("func", r"UTMALDG"), ("line", r"ULOP3|R2UR")],
+ "leak_tex_fetch_secret_index": [("line", r"^TLD")],
+ "leak_tex2d_secret_coord":   [("line", r"^TEX")],
+ "leak_tex_gather_secret_coord": [("line", r"^TLD4")],
+ "leak_tex_grad_secret":      [("line", r"^TXD")],
+ "leak_tex_lod_secret":       [("line", r"^TEX\S*\.LL")],
+ "leak_tex_secret_handle":    [("line", r"^LDG"), ("line", r"TLD")],
+ "leak_tex_texel_branch":     [("func", r"TLD"), ("line", PBR)],
 }
 
 def parse_src(path):

@@ -182,3 +182,14 @@ extern "C" __global__ void clean_declared_public_lengths(const int* __restrict__
   for (int k = 0; k < n; ++k) acc += v[k * blockDim.x + threadIdx.x];
   out[GTID] = acc;
 }
+
+// 14 texture fetches at public coordinates (thread id, immediates) with a
+//    public handle (a parameter): the texels are secret but only stored.
+extern "C" __global__ void clean_tex_public_coords(cudaTextureObject_t t,
+                                                   float* __restrict__ out) {
+  unsigned i = GTID;
+  const float a = tex1Dfetch<float>(t, (int)i);
+  const float b = tex2D<float>(t, 0.25f + (float)threadIdx.x, 0.5f);
+  const float4 c = tex2Dgather<float4>(t, 0.25f, (float)blockIdx.x, 0);
+  out[i] = a + b + c.x + c.w;
+}

@@ -279,3 +279,83 @@ extern "C" __global__ void leak_tma_secret_coord(const __grid_constant__ CUtenso
   out[GTID] = static_cast<float>(rows[0]);
 #endif
 }
+
+// 19 --------------------------------------------------------------------------
+// Texture fetches are memory reads: coordinates, LOD, gradients and the
+// texture handle are addresses; the texel read is secret. (The generic opcode
+// table took only the first destination, RZ, as written and read the
+// coordinates as data: none of 19-25 was flagged.)
+extern "C" __global__ void leak_tex_fetch_secret_index(cudaTextureObject_t t,
+                                                       const int* __restrict__ idx,
+                                                       float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK b: tex1Dfetch (TLD) at a secret element index (one line: nvcc
+  // gives the fetch the line of the instruction before it)
+  out[i] = tex1Dfetch<float>(t, idx[i] & 4095);  // LEAK-LINE
+}
+
+// 20 --------------------------------------------------------------------------
+extern "C" __global__ void leak_tex2d_secret_coord(cudaTextureObject_t t,
+                                                   const float* __restrict__ u,
+                                                   float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK b: filtered 2-D fetch (TEX) at a secret coordinate
+  out[i] = tex2D<float>(t, u[i], 0.5f);  // LEAK-LINE
+}
+
+// 21 --------------------------------------------------------------------------
+extern "C" __global__ void leak_tex_gather_secret_coord(cudaTextureObject_t t,
+                                                        const float* __restrict__ u,
+                                                        float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK b: four-texel gather (TLD4) at a secret coordinate
+  const float4 r = tex2Dgather<float4>(t, 0.25f, u[i], 0);  // LEAK-LINE
+  out[i] = r.x + r.y + r.z + r.w;
+}
+
+// 22 --------------------------------------------------------------------------
+extern "C" __global__ void leak_tex_grad_secret(cudaTextureObject_t t,
+                                                const float* __restrict__ g,
+                                                float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK b: explicit-gradient fetch (TXD): the gradient picks the mip level
+  out[i] = tex2DGrad<float>(t, 0.25f, 0.5f, make_float2(g[i], 0.0f), make_float2(0.0f, 1.0f));  // LEAK-LINE
+}
+
+// 23 --------------------------------------------------------------------------
+extern "C" __global__ void leak_tex_lod_secret(cudaTextureObject_t t,
+                                               const float* __restrict__ lod,
+                                               float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK b: explicit-LOD fetch (TEX.LL): the LOD picks the mip level
+  out[i] = tex2DLod<float>(t, 0.25f, 0.5f, lod[i]);  // LEAK-LINE
+}
+
+// 24 --------------------------------------------------------------------------
+extern "C" __global__ void leak_tex_secret_handle(const cudaTextureObject_t* __restrict__ ts,
+                                                  float* __restrict__ out) {
+  // LEAK b: the texture object is read from memory (at a public index), so
+  // it is secret (sm_80: TLD.B with the handle in a register; sm_90a: R2UR
+  // into the uniform handle operand)
+  out[threadIdx.x] = tex1Dfetch<float>(ts[blockIdx.x & 3], (int)threadIdx.x);  // LEAK-LINE
+}
+
+// 25 --------------------------------------------------------------------------
+extern "C" __global__ void leak_tex_texel_branch(cudaTextureObject_t t,
+                                                 float* __restrict__ out,
+                                                 float* __restrict__ out2) {
+  unsigned i = GTID;
+  const float v = tex1Dfetch<float>(t, (int)i);  // public address, secret texel
+  // LEAK a: branch on a texel
+  if (v > 0.0f) {  // LEAK-LINE
+    float acc = v;
+#pragma unroll 1
+    for (int k = 0; k < 64; ++k) acc = __sinf(acc) * 1.0001f + v;
+    out[i] = acc;
+  } else {
+    float acc = -v;
+#pragma unroll 1
+    for (int k = 0; k < 32; ++k) acc = __cosf(acc) * 0.999f - v;
+    out2[i] = acc;
+  }
+}

@@ -31,8 +31,8 @@ const Set kRegisterOnly = {
 
 // Memory reads whose result is data (secret unless the address is a
 // declared public pointer).
-const Set kLoads = {"LD", "LDG", "LDS", "LDSM", "ATOM", "ATOMG", "ATOMS", "TLD", "TEX", "TLD4",
-                    "TXD", "TXQ", "SULD", "SUATOM", "LDTRAM", "LDT"};
+// Texture fetches are in isa_image.cpp.
+const Set kLoads = {"LD", "LDG", "LDS", "LDSM", "ATOM", "ATOMG", "ATOMS", "SULD", "SUATOM", "LDTRAM", "LDT"};
 // Memory writes (and reductions without a result).
 const Set kStores = {"ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "REDS", "SUST", "SURED"};
 // Asynchronous copies, TMA, mbarrier and cache operations: every register
@@ -186,6 +186,7 @@ Semantics semantics_of(const Instruction& ins) {
   const auto& ops = ins.ops;
   const size_t n = ops.size();
   s.control = control_of(b);
+  if (image_semantics(ins, s)) return s;
   // BPT.TRAP aborts the kernel (PTX trap): no successor, like EXIT. Other
   // BPT forms (BPT.INT, PTX brkpt) may resume and fall through.
   if (b == "BPT" && has_mod(ins, "TRAP")) s.control = Control::Exit;

@@ -54,6 +54,10 @@ struct Semantics {
 
 Semantics semantics_of(const Instruction& ins);
 
+// Texture and surface instructions (isa_image.cpp): fills s and returns true
+// when ins is one, else returns false and leaves s alone.
+bool image_semantics(const Instruction& ins, Semantics& s);
+
 // True when a CALL's callee is a variable-time library routine: the IEEE
 // division / reciprocal / square-root slow paths nvcc emits out of line.
 bool is_variable_time_routine(const std::string& callee);

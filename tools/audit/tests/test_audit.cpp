@@ -302,3 +302,52 @@ TEST(AuditAnalysis, DeclaredPublicPointer) {
   PublicPointers lens{{0x8}};
   EXPECT_TRUE(audit(body, "", lens).findings.empty());
 }
+
+// Texture fetches: two destinations (the first may be RZ), then coordinates,
+// LOD / gradients and the handle, all addresses. The generic table took RZ
+// as the only destination and the coordinates as data.
+TEST(AuditSemantics, TextureOperands) {
+  auto s = semantics_of(parse_instruction("TEX.LL RZ, R7, R6, R2, UR4, 0x0, 2D, 0x1"));
+  EXPECT_EQ(s.source, Source::Load);
+  EXPECT_TRUE(s.memory);
+  EXPECT_FALSE(s.register_only);
+  ASSERT_EQ(s.defs.size(), 2u);
+  EXPECT_EQ(s.defs[1].index, 7);  // the texel
+  EXPECT_EQ(s.defs[1].width, 1);  // mask 0x1: one component
+  ASSERT_EQ(s.addr.size(), 3u);   // coordinates R6:R7, LOD R2, handle UR4:UR5
+  EXPECT_EQ(s.addr[0].width, 2);
+  EXPECT_EQ(s.addr[2].file, RegFile::UR);
+  EXPECT_EQ(s.addr[2].width, 2);
+  EXPECT_TRUE(s.uses.empty());
+  s = semantics_of(parse_instruction("TLD4.R R8, R6, R6, UR4, 0x0, 2D"));
+  ASSERT_EQ(s.defs.size(), 2u);  // R8:R9 and R6:R7, four components
+  EXPECT_EQ(s.defs[0].width + s.defs[1].width, 4);
+  s = semantics_of(parse_instruction("TLD.SCR.B.LZ RZ, R7, R9, R4, 1D, 0x1"));  // sm_80: handle in R4
+  ASSERT_EQ(s.addr.size(), 2u);
+  EXPECT_EQ(s.addr[1].index, 4);
+}
+
+TEST(AuditAnalysis, TextureCoordinateAndTexel) {
+  const std::string pre = std::string(kLoadSecret) + "        /*0060*/                   ULDC UR6, c[0x0][0x218] ;\n";
+  // tex1Dfetch at the secret R0 (rule b) vs at the thread id R5 (clean).
+  const std::string fetch_secret = "        /*0070*/                   TLD.LZ RZ, R9, R0, UR6, 0x0, 1D, 0x1 ;\n";
+  const std::string fetch_public = "        /*0070*/                   TLD.LZ RZ, R9, R5, UR6, 0x0, 1D, 0x1 ;\n";
+  const std::string store = "        /*0080*/                   STG.E desc[UR4][R2.64], R9 ;\n"
+                            "        /*0090*/                   EXIT ;\n";
+  KernelReport r = audit(pre + fetch_secret + store);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x70u);
+  EXPECT_TRUE(audit(pre + fetch_public + store).findings.empty());
+  // The texel is secret: branching on it is rule a (the texel of a fetch at
+  // a public coordinate; its twin branches on the coordinate itself).
+  const std::string branch = "        /*0080*/                   FSETP.GT.AND P0, PT, R9, RZ, PT ;\n"
+                             "        /*0090*/               @P0 EXIT ;\n"
+                             "        /*00a0*/                   EXIT ;\n";
+  KernelReport t = audit(pre + fetch_public + branch);
+  ASSERT_EQ(t.findings.size(), 1u);
+  EXPECT_EQ(t.findings[0].rule, 'a');
+  std::string on_coord = branch;
+  on_coord.replace(on_coord.find("R9, RZ"), 2, "R5");
+  EXPECT_TRUE(audit(pre + fetch_public + on_coord).findings.empty());
+}
