@@ -63,6 +63,9 @@ H = {
  "leak_tex_lod_secret":       [("line", r"^TEX\S*\.LL")],
  "leak_tex_secret_handle":    [("line", r"^LDG"), ("line", r"TLD")],
  "leak_tex_texel_branch":     [("func", r"TLD"), ("line", PBR)],
+ "leak_surf_write_secret_row": [("line", r"^SUST")],
+ "leak_surf_read_secret_row": [("line", r"^SULD")],
+ "leak_surf_secret_handle":   [("line", r"^LDG"), ("line", r"^SUST")],
 }
 
 def parse_src(path):

@@ -193,3 +193,12 @@ extern "C" __global__ void clean_tex_public_coords(cudaTextureObject_t t,
   const float4 c = tex2Dgather<float4>(t, 0.25f, (float)blockIdx.x, 0);
   out[i] = a + b + c.x + c.w;
 }
+
+// 15 surface load and store at public coordinates with a public handle; the
+//    value read is secret and only stored back.
+extern "C" __global__ void clean_surf_public_coords(cudaSurfaceObject_t s,
+                                                    float* __restrict__ out) {
+  const float v = surf2Dread<float>(s, (int)threadIdx.x * 4, (int)blockIdx.x);
+  surf2Dwrite(v * 2.0f, s, (int)threadIdx.x * 4, (int)blockIdx.x + 1);
+  out[GTID] = v;
+}

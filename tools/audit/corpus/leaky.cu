@@ -359,3 +359,33 @@ extern "C" __global__ void leak_tex_texel_branch(cudaTextureObject_t t,
     out2[i] = acc;
   }
 }
+
+// 26 --------------------------------------------------------------------------
+// Surface stores and loads: the bracket names a group of coordinate
+// registers ([R4] is x in R4 and y in R5 for .2D) and the handle follows the
+// data. Only the bracket's first register was checked, and the handle was
+// read as data: 26-28 were not flagged.
+extern "C" __global__ void leak_surf_write_secret_row(cudaSurfaceObject_t s,
+                                                      const int* __restrict__ rows,
+                                                      float* __restrict__ out) {
+  // LEAK b: surface store (SUST) at a secret y coordinate
+  surf2Dwrite(1.0f, s, (int)threadIdx.x * 4, rows[GTID] & 255);  // LEAK-LINE
+  out[GTID] = 0.0f;
+}
+
+// 27 --------------------------------------------------------------------------
+extern "C" __global__ void leak_surf_read_secret_row(cudaSurfaceObject_t s,
+                                                     const int* __restrict__ rows,
+                                                     float* __restrict__ out) {
+  // LEAK b: surface load (SULD) at a secret y coordinate
+  out[GTID] = surf2Dread<float>(s, (int)threadIdx.x * 4, rows[GTID] & 255);  // LEAK-LINE
+}
+
+// 28 --------------------------------------------------------------------------
+extern "C" __global__ void leak_surf_secret_handle(const cudaSurfaceObject_t* __restrict__ ss,
+                                                   float* __restrict__ out) {
+  // LEAK b: the surface object is read from memory (at a public index), so
+  // it is secret (sm_80: SUST.B with the handle in a register after the data)
+  surf1Dwrite(2.0f, ss[blockIdx.x & 3], (int)threadIdx.x * 4);  // LEAK-LINE
+  out[GTID] = 0.0f;
+}

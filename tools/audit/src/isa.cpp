@@ -31,10 +31,10 @@ const Set kRegisterOnly = {
 
 // Memory reads whose result is data (secret unless the address is a
 // declared public pointer).
-// Texture fetches are in isa_image.cpp.
-const Set kLoads = {"LD", "LDG", "LDS", "LDSM", "ATOM", "ATOMG", "ATOMS", "SULD", "SUATOM", "LDTRAM", "LDT"};
+// Texture and surface instructions are in isa_image.cpp.
+const Set kLoads = {"LD", "LDG", "LDS", "LDSM", "ATOM", "ATOMG", "ATOMS", "LDTRAM", "LDT"};
 // Memory writes (and reductions without a result).
-const Set kStores = {"ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "REDS", "SUST", "SURED"};
+const Set kStores = {"ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "REDS"};
 // Asynchronous copies, TMA, mbarrier and cache operations: every register
 // operand is an address, a coordinate, a size or a count and must be public.
 const Set kAsync = {"LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UTMACCTL", "UTMAREDG", "UBLKCP",

@@ -27,6 +27,7 @@ namespace dhp::audit {
 namespace {
 
 const std::set<std::string> kTexture = {"TEX", "TLD", "TLD4", "TXD", "TMML", "TXQ", "TEXS", "TLDS", "TLD4S"};
+const std::set<std::string> kSurface = {"SULD", "SUST", "SURED", "SUATOM", "SUQUERY"};
 
 bool is_pred(const Operand& o) {
   return o.kind == OperandKind::Register && (o.regs[0].file == RegFile::P || o.regs[0].file == RegFile::UP);
@@ -34,6 +35,7 @@ bool is_pred(const Operand& o) {
 bool is_gpr(const Operand& o) {
   return o.kind == OperandKind::Register && (o.regs[0].file == RegFile::R || o.regs[0].file == RegFile::UR);
 }
+bool has_mod(const Instruction& ins, const char* m) { return std::find(ins.mods.begin(), ins.mods.end(), m) != ins.mods.end(); }
 
 // Coordinates the dimension names (a texture operand "2D" / "ARRAY_2D", a
 // surface modifier .2D / .2D_ARRAY); 4 when none is recognised.
@@ -50,6 +52,15 @@ uint8_t coordinates(const Instruction& ins) {
   for (auto& o : ins.ops)
     if (uint8_t c = count(o.text)) return c;
   return 4;
+}
+
+// Registers a surface value occupies: .64 / .128 / a 64-bit type, and four
+// for the formatted (.P) forms, whose vector width is not printed.
+uint8_t surface_value_regs(const Instruction& ins) {
+  if (has_mod(ins, "P") || has_mod(ins, "128")) return 4;
+  if (has_mod(ins, "64") || has_mod(ins, "U64") || has_mod(ins, "S64") || has_mod(ins, "F64") || has_mod(ins, "B64"))
+    return has_mod(ins, "CAS") ? 4 : 2;
+  return has_mod(ins, "CAS") ? 2 : 1;
 }
 
 // Components a texture fetch returns: the popcount of its trailing write
@@ -101,14 +112,53 @@ void texture(const Instruction& ins, Semantics& s) {
   }
 }
 
+void surface(const Instruction& ins, Semantics& s) {
+  const auto& ops = ins.ops;
+  const std::string& b = ins.base;
+  const bool reads = b == "SULD" || b == "SUATOM" || b == "SUQUERY";
+  const uint8_t value = surface_value_regs(ins);
+  size_t i = 0;
+  while (i < ops.size() && is_pred(ops[i])) s.defs.push_back(ops[i++].regs[0]);
+  if (reads && i < ops.size() && is_gpr(ops[i])) {
+    RegRef d = ops[i++].regs[0];
+    d.width = b == "SUQUERY" ? 1 : value;
+    s.defs.push_back(d);
+  }
+  bool data_seen = b == "SULD" || b == "SUQUERY";  // these store nothing
+  for (; i < ops.size(); ++i) {
+    const Operand& o = ops[i];
+    if (o.kind == OperandKind::Memory) {
+      // [R6]: the first register names the coordinate group.
+      for (size_t k = 0; k < o.regs.size(); ++k) {
+        RegRef r = o.regs[k];
+        if (k == 0 && r.file == RegFile::R) r.width = coordinates(ins);
+        s.addr.push_back(r);
+      }
+      for (auto& r : o.desc_regs) s.addr.push_back(r);
+    } else if (o.kind == OperandKind::Register) {
+      RegRef r = o.regs[0];
+      if (!data_seen && r.file == RegFile::R) {  // the value stored / combined: data
+        r.width = value;
+        s.uses.push_back(r);
+        data_seen = true;
+      } else {  // the handle (UR, or R on sm_80's .B forms), or a predicate
+        s.addr.push_back(r);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool image_semantics(const Instruction& ins, Semantics& s) {
-  if (!kTexture.count(ins.base)) return false;
+  const bool tex = kTexture.count(ins.base) > 0;
+  if (!tex && !kSurface.count(ins.base)) return false;
   s.memory = true;
   s.register_only = false;
-  s.source = Source::Load;
-  texture(ins, s);
+  s.source = (tex || ins.base == "SULD" || ins.base == "SUATOM" || ins.base == "SUQUERY") ? Source::Load
+                                                                                         : Source::Computed;
+  if (tex) texture(ins, s);
+  else surface(ins, s);
   return true;
 }
 

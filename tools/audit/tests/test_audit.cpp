@@ -351,3 +351,46 @@ TEST(AuditAnalysis, TextureCoordinateAndTexel) {
   on_coord.replace(on_coord.find("R9, RZ"), 2, "R5");
   EXPECT_TRUE(audit(pre + fetch_public + on_coord).findings.empty());
 }
+
+// Surfaces: the bracket's first register names the coordinate group (.2D:
+// two registers), the handle follows the data (a UR, or an R on sm_80's .B
+// forms), and SULD's result is secret.
+TEST(AuditSemantics, SurfaceOperands) {
+  auto s = semantics_of(parse_instruction("SULD.D.BA.2D.STRONG.SM.TRAP R7, [R6], UR6, 0x0"));
+  EXPECT_EQ(s.source, Source::Load);
+  ASSERT_EQ(s.defs.size(), 1u);
+  EXPECT_EQ(s.defs[0].index, 7);
+  ASSERT_EQ(s.addr.size(), 2u);
+  EXPECT_EQ(s.addr[0].width, 2);  // x in R6, y in R7
+  EXPECT_EQ(s.addr[1].file, RegFile::UR);
+  s = semantics_of(parse_instruction("SUST.D.BA.1D.STRONG.SM.TRAP [R5], R0, R2"));
+  EXPECT_TRUE(s.defs.empty());
+  ASSERT_EQ(s.uses.size(), 1u);  // the data
+  EXPECT_EQ(s.uses[0].index, 0);
+  ASSERT_EQ(s.addr.size(), 2u);  // coordinate R5, handle R2
+  EXPECT_EQ(s.addr[1].index, 2);
+  s = semantics_of(parse_instruction("SUST.D.BA.3D.128.STRONG.SM.TRAP [R4], R8, UR6, 0x0"));
+  EXPECT_EQ(s.uses.at(0).width, 4);
+  EXPECT_EQ(s.addr.at(0).width, 3);
+  // A bracket printed as a register list names every register in it.
+  Operand m = parse_operand("[R2, R3]");
+  ASSERT_EQ(m.regs.size(), 2u);
+  EXPECT_EQ(m.regs[1].index, 3);
+}
+
+TEST(AuditAnalysis, SurfaceSecondCoordinate) {
+  // y (R7) is the secret; x (R6) is the thread id.
+  auto body = [](const char* y) {
+    return std::string(kLoadSecret) + "        /*0060*/                   ULDC UR6, c[0x0][0x218] ;\n" +
+           "        /*0070*/                   SHF.L.U32 R6, R5, 0x2, RZ ;\n" +
+           "        /*0080*/                   MOV R7, " + y + " ;\n" +
+           "        /*0090*/                   SULD.D.BA.2D.STRONG.SM.TRAP R9, [R6], UR6, 0x0 ;\n" +
+           "        /*00a0*/                   STG.E desc[UR4][R2.64], R9 ;\n" +
+           "        /*00b0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x90u);
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
+}
