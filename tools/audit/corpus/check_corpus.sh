@@ -66,6 +66,7 @@ H = {
  "leak_surf_write_secret_row": [("line", r"^SUST")],
  "leak_surf_read_secret_row": [("line", r"^SULD")],
  "leak_surf_secret_handle":   [("line", r"^LDG"), ("line", r"^SUST")],
+ "leak_cache_policy_secret":  [("line", r"R2UR UR\d+"), ("line", r"^LDG\S*\s+\S+,\s*desc\[")],
 }
 
 def parse_src(path):

@@ -202,3 +202,14 @@ extern "C" __global__ void clean_surf_public_coords(cudaSurfaceObject_t s,
   surf2Dwrite(v * 2.0f, s, (int)threadIdx.x * 4, (int)blockIdx.x + 1);
   out[GTID] = v;
 }
+
+// 16 a load with an L2 cache policy made from an immediate fraction: the
+//    descriptor (UR pair) is public.
+extern "C" __global__ void clean_cache_policy_public(const float* __restrict__ in,
+                                                     float* __restrict__ out) {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  float v;
+  asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(in + GTID), "l"(pol));
+  out[GTID] = v;
+}

@@ -389,3 +389,24 @@ extern "C" __global__ void leak_surf_secret_handle(const cudaSurfaceObject_t* __
   surf1Dwrite(2.0f, ss[blockIdx.x & 3], (int)threadIdx.x * 4);  // LEAK-LINE
   out[GTID] = 0.0f;
 }
+
+// 29 --------------------------------------------------------------------------
+// The 64-bit memory descriptor of desc[UR6][R4.64] is UR6:UR7; createpolicy
+// puts the L2 eviction policy in the upper register. Only UR6 was checked.
+__device__ __forceinline__ uint64_t corpus_l2_policy(float fraction) {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, %1;" : "=l"(pol) : "f"(fraction));
+  return pol;
+}
+__device__ __forceinline__ float corpus_load_with_policy(const float* p, uint64_t pol) {
+  float v;
+  asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(pol));
+  return v;
+}
+extern "C" __global__ void leak_cache_policy_secret(const float* __restrict__ in,
+                                                    const float* __restrict__ frac,
+                                                    float* __restrict__ out) {
+  unsigned i = GTID;
+  // LEAK b: the load's L2 cache policy (descriptor upper half) is secret
+  out[i] = corpus_load_with_policy(in + i, corpus_l2_policy(frac[0]));  // LEAK-LINE
+}

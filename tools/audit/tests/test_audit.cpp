@@ -48,6 +48,7 @@ TEST(AuditParse, Operands) {
   EXPECT_EQ(m.mem_imm, 0x10);
   ASSERT_EQ(m.desc_regs.size(), 1u);
   EXPECT_EQ(m.desc_regs[0].file, RegFile::UR);
+  EXPECT_EQ(m.desc_regs[0].width, 2);  // UR4:UR5, the upper half the cache policy
 
   Operand c = parse_operand("c[0x0][0x28]");
   EXPECT_EQ(c.kind, OperandKind::Constant);
@@ -392,5 +393,21 @@ TEST(AuditAnalysis, SurfaceSecondCoordinate) {
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].rule, 'b');
   EXPECT_EQ(r.findings[0].offset, 0x90u);
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
+}
+
+// desc[UR6] is the 64-bit pair UR6:UR7; createpolicy's result lands in UR7.
+TEST(AuditAnalysis, DescriptorUpperHalf) {
+  auto body = [](const char* upper) {
+    return std::string(kLoadSecret) + "        /*0060*/                   UMOV UR6, URZ ;\n" +
+           "        /*0070*/                   R2UR UR7, " + upper + " ;\n" +
+           "        /*0080*/                   LDG.E R9, desc[UR6][R2.64] ;\n" +
+           "        /*0090*/                   STG.E desc[UR4][R2.64], R9 ;\n" +
+           "        /*00a0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x80u);
   EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
