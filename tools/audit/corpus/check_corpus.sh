@@ -67,6 +67,8 @@ H = {
  "leak_surf_read_secret_row": [("line", r"^SULD")],
  "leak_surf_secret_handle":   [("line", r"^LDG"), ("line", r"^SUST")],
  "leak_cache_policy_secret":  [("line", r"R2UR UR\d+"), ("line", r"^LDG\S*\s+\S+,\s*desc\[")],
+ "leak_i2f_s64_high_word":    [("line", r"^I2F\.S64"), ("line", r"^ST")],
+ "leak_f2i_f64_high_word":    [("line", r"^F2I\.F64"), ("line", r"^ST")],
 }
 
 def parse_src(path):

@@ -213,3 +213,15 @@ extern "C" __global__ void clean_cache_policy_public(const float* __restrict__ i
   asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(in + GTID), "l"(pol));
   out[GTID] = v;
 }
+
+// 17 64-bit conversions of public values (ids) index memory; conversions of
+//    secrets are only stored.
+extern "C" __global__ void clean_conversions_64(const int* __restrict__ in,
+                                                float* __restrict__ out,
+                                                double* __restrict__ out2) {
+  const long long v = ((long long)blockIdx.x << 32) | threadIdx.x;
+  const double d = __hiloint2double((int)blockIdx.x & 0x3ff, (int)threadIdx.x);
+  const long long s = ((long long)in[GTID] << 32) | threadIdx.x;
+  out[(int)(float)v & 1023] = (float)s;
+  out2[(int)d & 1023] = (double)s + __hiloint2double(in[GTID + 1], 0);
+}

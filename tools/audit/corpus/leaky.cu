@@ -410,3 +410,24 @@ extern "C" __global__ void leak_cache_policy_secret(const float* __restrict__ in
   // LEAK b: the load's L2 cache policy (descriptor upper half) is secret
   out[i] = corpus_load_with_policy(in + i, corpus_l2_policy(frac[0]));  // LEAK-LINE
 }
+
+// 30 --------------------------------------------------------------------------
+// 64-bit conversions read and write register pairs, and which type is the
+// destination depends on the opcode: I2F.S64 (float <- s64) reads a pair and
+// writes one register; F2I.F64 (s32 <- f64) reads a pair. The first type
+// modifier was taken as the destination's and the second as the source's, so
+// these read only the low register and the secret high word was lost.
+extern "C" __global__ void leak_i2f_s64_high_word(const int* __restrict__ hi,
+                                                  float* __restrict__ out) {
+  const long long v = ((long long)hi[GTID] << 32) | threadIdx.x;  // secret high word only
+  // LEAK b: I2F.S64 of the pair; the converted value indexes the store
+  out[(int)(float)v & 1023] = 1.0f;  // LEAK-LINE
+}
+
+// 31 --------------------------------------------------------------------------
+extern "C" __global__ void leak_f2i_f64_high_word(const int* __restrict__ hi,
+                                                  float* __restrict__ out) {
+  const double d = __hiloint2double(hi[GTID] & 0x3ff, (int)threadIdx.x);  // secret high word only
+  // LEAK b: F2I.F64 of the pair; the converted value indexes the store
+  out[(int)d & 1023] = 1.0f;  // LEAK-LINE
+}

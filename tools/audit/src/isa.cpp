@@ -71,8 +71,46 @@ uint8_t access_regs(const Instruction& ins) {
   return 1;
 }
 
-uint8_t type_regs(const std::string& m) {
-  return (m == "F64" || m == "S64" || m == "U64") ? 2 : 1;
+// Conversions: the register widths of the result and of the source. The
+// type modifiers are not "destination, then source": nvdisasm prints the
+// float type of I2F and the integer type of F2I first and omits 32-bit
+// defaults, so I2F.S64 is f32 <- s64 (reads a pair, writes one register)
+// and F2I.F64 is s32 <- f64. F2F / I2I / FRND list destination then source;
+// with one type it is both (FRND.F64).
+struct ConvWidths {
+  uint8_t dst = 1, src = 1;
+};
+
+bool is_conversion(const std::string& b) {
+  return b == "I2F" || b == "F2I" || b == "F2F" || b == "I2I" || b == "FRND" || b == "UI2F" || b == "UF2I" ||
+         b == "UF2F" || b == "UFRND";
+}
+
+ConvWidths conversion_widths(const Instruction& ins) {
+  auto is_type = [](const std::string& m) {
+    return m.size() >= 2 && (m[0] == 'F' || m[0] == 'S' || m[0] == 'U') &&
+           std::all_of(m.begin() + 1, m.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  };
+  auto regs = [](const std::string& m) -> uint8_t { return m.size() >= 3 && m.substr(m.size() - 2) == "64" ? 2 : 1; };
+  std::vector<std::string> fl, in, all;
+  for (auto& m : ins.mods)
+    if (is_type(m)) {
+      all.push_back(m);
+      (m[0] == 'F' ? fl : in).push_back(m);
+    }
+  ConvWidths w;
+  const std::string& b = ins.base;
+  if (b == "I2F" || b == "UI2F") {
+    if (!fl.empty()) w.dst = regs(fl[0]);
+    if (!in.empty()) w.src = regs(in[0]);
+  } else if (b == "F2I" || b == "UF2I") {
+    if (!in.empty()) w.dst = regs(in[0]);
+    if (!fl.empty()) w.src = regs(fl[0]);
+  } else if (!all.empty()) {
+    w.dst = regs(all[0]);
+    w.src = regs(all.size() > 1 ? all[1] : all[0]);
+  }
+  return w;
 }
 
 // Width of the register result.
@@ -103,11 +141,7 @@ uint8_t def_width(const Instruction& ins) {
   if (has_mod(ins, "64")) return 2;
   if (b == "DADD" || b == "DMUL" || b == "DFMA" || b == "DMNMX" || b == "LEPC") return 2;
   if (b == "CS2R") return has_mod(ins, "32") ? 1 : 2;
-  if (b == "F2F" || b == "I2F" || b == "F2I" || b == "I2I") {
-    for (auto& m : ins.mods)
-      if (m.size() >= 3 && (m[0] == 'F' || m[0] == 'S' || m[0] == 'U') && std::isdigit(static_cast<unsigned char>(m[1])))
-        return type_regs(m);  // first type is the destination's
-  }
+  if (is_conversion(b)) return conversion_widths(ins).dst;
   return 1;
 }
 
@@ -125,12 +159,7 @@ uint8_t src_width(const Instruction& ins, size_t pos, size_t first_src) {
   if (has_mod(ins, "WIDE")) return pos - first_src == 2 ? 2 : 1;
   if (has_mod(ins, "64") || has_mod(ins, "128")) return has_mod(ins, "128") ? 4 : 2;
   if (b == "DADD" || b == "DMUL" || b == "DFMA" || b == "DMNMX" || b == "DSETP") return 2;
-  if (b == "F2F" || b == "I2F" || b == "F2I" || b == "I2I") {
-    int seen = 0;
-    for (auto& m : ins.mods)
-      if (m.size() >= 3 && (m[0] == 'F' || m[0] == 'S' || m[0] == 'U') && std::isdigit(static_cast<unsigned char>(m[1])))
-        if (++seen == 2) return type_regs(m);
-  }
+  if (is_conversion(b)) return conversion_widths(ins).src;
   return 1;
 }
 

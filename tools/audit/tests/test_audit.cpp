@@ -411,3 +411,38 @@ TEST(AuditAnalysis, DescriptorUpperHalf) {
   EXPECT_EQ(r.findings[0].offset, 0x80u);
   EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
+
+// Conversion widths follow the opcode's type kinds, not the order of the
+// modifiers: I2F.S64 is f32 <- s64, F2I.F64 is s32 <- f64.
+TEST(AuditSemantics, ConversionWidths) {
+  struct Case { const char* text; int dst, src; };
+  for (const Case& c : {Case{"I2F.S64 R23, R10", 1, 2}, Case{"I2F.U64 R15, R14", 1, 2},
+                        Case{"I2F.F64.S64 R18, R18", 2, 2}, Case{"I2F.F64 R20, R20", 2, 1},
+                        Case{"I2F.F64.U32 R8, R8", 2, 1}, Case{"F2I.F64.TRUNC R23, R22", 1, 2},
+                        Case{"F2I.U32.F64.TRUNC R25, R24", 1, 2}, Case{"F2I.S64.F64.TRUNC R28, R28", 2, 2},
+                        Case{"F2I.S64.TRUNC R20, R20", 2, 1}, Case{"F2I.FTZ.U32.TRUNC.NTZ R3, R2", 1, 1},
+                        Case{"F2F.F64.F32 R24, R24", 2, 1}, Case{"F2F.F32.F64 R29, R12", 1, 2},
+                        Case{"FRND.F64.TRUNC R4, R2", 2, 2}, Case{"I2F.RP R4, R2", 1, 1}}) {
+    auto s = semantics_of(parse_instruction(c.text));
+    ASSERT_EQ(s.defs.size(), 1u) << c.text;
+    EXPECT_EQ(s.defs[0].width, c.dst) << c.text;
+    ASSERT_EQ(s.uses.size(), 1u) << c.text;
+    EXPECT_EQ(s.uses[0].width, c.src) << c.text;
+  }
+}
+
+TEST(AuditAnalysis, ConversionReadsTheHighWord) {
+  // R6 = thread id (public), R7 = secret; I2F.S64 reads both.
+  auto body = [](const char* hi) {
+    return std::string(kLoadSecret) + "        /*0060*/                   MOV R6, R5 ;\n" +
+           "        /*0070*/                   MOV R7, " + hi + " ;\n" +
+           "        /*0080*/                   I2F.S64 R8, R6 ;\n" +
+           "        /*0090*/                   F2I.TRUNC.NTZ R9, R8 ;\n" +
+           "        /*00a0*/                   LDS R10, [R9] ;\n" +
+           "        /*00b0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_TRUE(audit(body("RZ")).findings.empty());
+}
