@@ -13,6 +13,7 @@
 #include "analysis.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
@@ -114,6 +115,10 @@ bool stack_adjustment(const Instruction& ins, int64_t& delta) {
       !is_r1(ins.ops[0]) || !is_r1(ins.ops[1]) || ins.ops[2].kind != OperandKind::Immediate)
     return false;
   delta = parse_integer(ins.ops[2].text);
+  // A 32-bit add: sm_90's VIADD R1, R1, 0xffffffe0 moves the stack pointer
+  // down by 0x20. Read as +4 GiB it put every [R1+imm] outside the frame, so
+  // spills of public values refilled as secret.
+  if (delta > INT32_MAX && delta <= static_cast<int64_t>(UINT32_MAX)) delta -= int64_t{1} << 32;
   return true;
 }
 

@@ -251,6 +251,11 @@ TEST(AuditAnalysis, StackSpillsKeepTheirTaint) {
   EXPECT_EQ(audit(frame + "        /*0060*/                   STL [R1+0x8], R0 ;\n" + reload).findings.size(), 1u);
   // A slot never written reads as secret (uninitialised local memory).
   EXPECT_EQ(audit(frame + "        /*0060*/                   STL [R1+0xc], R5 ;\n" + reload).findings.size(), 1u);
+  // sm_90 moves the stack pointer with a 32-bit VIADD: 0xffffffe0 is -0x20.
+  const std::string viadd = std::string(kLoadSecret) +
+                            "        /*0058*/                   VIADD R1, R1, 0xffffffe0 ;\n";
+  EXPECT_TRUE(audit(viadd + "        /*0060*/                   STL [R1+0x8], R5 ;\n" + reload).findings.empty());
+  EXPECT_EQ(audit(viadd + "        /*0060*/                   STL [R1+0x8], R0 ;\n" + reload).findings.size(), 1u);
 }
 
 TEST(AuditAnalysis, SubroutinesAndVariableTimeCalls) {
