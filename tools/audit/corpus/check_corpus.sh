@@ -69,6 +69,7 @@ H = {
  "leak_cache_policy_secret":  [("line", r"R2UR UR\d+"), ("line", r"^LDG\S*\s+\S+,\s*desc\[")],
  "leak_i2f_s64_high_word":    [("line", r"^I2F\.S64"), ("line", r"^ST")],
  "leak_f2i_f64_high_word":    [("line", r"^F2I\.F64"), ("line", r"^ST")],
+ "leak_generic_store_to_stack": [("func", r"^ST\.E"), ("line", r"^LDL")],
 }
 
 def parse_src(path):

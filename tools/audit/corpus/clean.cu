@@ -225,3 +225,16 @@ extern "C" __global__ void clean_conversions_64(const int* __restrict__ in,
   out[(int)(float)v & 1023] = (float)s;
   out2[(int)d & 1023] = (double)s + __hiloint2double(in[GTID + 1], 0);
 }
+
+// 18 the same generic pointer into a local array, but the value stored
+//    through it is public (the block id): loc[3] stays public.
+extern "C" __global__ void clean_generic_store_to_stack(const int* __restrict__ in,
+                                                        int* __restrict__ g,
+                                                        int* __restrict__ out, int sel) {
+  int loc[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) loc[k] = (int)threadIdx.x + k;
+  int* p = sel ? &loc[sel & 7] : g;
+  *p = (int)blockIdx.x;
+  out[loc[3] & 1023] = in[GTID];
+}

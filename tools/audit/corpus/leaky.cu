@@ -431,3 +431,19 @@ extern "C" __global__ void leak_f2i_f64_high_word(const int* __restrict__ hi,
   // LEAK b: F2I.F64 of the pair; the converted value indexes the store
   out[(int)d & 1023] = 1.0f;  // LEAK-LINE
 }
+
+// 32 --------------------------------------------------------------------------
+// A generic pointer that may point into the thread's stack (the address of a
+// local array, made generic) and a generic store of a secret through it: a
+// later LDL of the array must see the secret. Only STL wrote stack slots.
+extern "C" __global__ void leak_generic_store_to_stack(const int* __restrict__ in,
+                                                       int* __restrict__ g,
+                                                       int* __restrict__ out, int sel) {
+  int loc[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) loc[k] = (int)threadIdx.x + k;
+  int* p = sel ? &loc[sel & 7] : g;  // public choice of a generic pointer
+  *p = in[GTID];                     // generic ST of a secret, may land in loc[]
+  // LEAK b: loc[3] may hold the secret; it indexes the store
+  out[loc[3] & 1023] = 1;  // LEAK-LINE
+}

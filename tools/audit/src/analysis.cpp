@@ -103,6 +103,7 @@ struct Ctx {
   int64_t sp_off;
   int64_t stack_bias = 0;  // bytes the kernel may move R1 below its start
   int n_slots = 0;
+  bool stack_escapes = false;  // a stack address is made generic (see below)
   std::vector<uint32_t> cause;  // instruction -> origin of the secret it consumed
 };
 
@@ -296,6 +297,17 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
     }
   }
 
+  // ---- generic stores that may land in the stack: once the kernel makes
+  // a stack address generic, ST / ATOM / RED through any pointer may write a
+  // stack slot, and a later LDL [R1+imm] of that slot must see the value.
+  if (sm.generic_store && c.stack_escapes) {
+    uint32_t d = taint_of(sm.uses, nullptr);
+    uint32_t v = join1(d ? self : 0, g ? self : 0);
+    if (findings && v && !c.cause[i]) c.cause[i] = d ? d : g;
+    if (v)
+      for (int w = 0; w <= c.n_slots; ++w) s.taint[kRegs + w] = join1(s.taint[kRegs + w], v);
+  }
+
   // ---- register writes
   bool weak = ins.guarded || sm.weak_defs;
   std::vector<int> written;
@@ -362,11 +374,29 @@ const char* rule_name(char rule) {
   return "?";
 }
 
+// True when ins turns a stack address into a generic one: it reads the
+// stack pointer R1 as a value (not as [R1+imm], and not to move it), or the
+// local-memory window base cvta.local adds (c[0x0][0x20] / c[0x0][0x24]
+// below sm_100). Conservative: any such use counts, whatever follows.
+static bool makes_stack_generic(const Instruction& ins, const Semantics& sm, int arch) {
+  int64_t delta = 0;
+  if (!stack_adjustment(ins, delta))
+    for (auto& r : sm.uses)
+      if (r.file == RegFile::R && r.index <= 1 && r.index + r.width > 1) return true;
+  for (auto& o : ins.ops) {
+    if (o.kind == OperandKind::Constant && o.const_bank == 0 && !o.const_indexed && arch < 100 &&
+        (o.const_offset == 0x20 || o.const_offset == 0x24))
+      return true;
+    if (o.kind == OperandKind::Special && o.text.find("LWIN") != std::string::npos) return true;
+  }
+  return ins.base == "GETLMEMBASE";
+}
+
 int64_t param_base(int sm) { return sm >= 100 ? 0x380 : sm >= 90 ? 0x210 : 0x160; }
 int64_t stack_pointer_offset(int sm) { return sm >= 100 ? 0x37c : 0x28; }
 
 KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers& pub) {
-  Ctx c{k, m, {}, {}, stack_pointer_offset(m.sm), 0, 0, {}};
+  Ctx c{k, m, {}, {}, stack_pointer_offset(m.sm), 0, 0, false, {}};
   const size_t n = k.code.size();
   KernelReport rep;
   rep.name = k.name;
@@ -379,6 +409,7 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
   int64_t max_local = 0;
   for (auto& ins : k.code) {
     c.sem.push_back(semantics_of(ins));
+    c.stack_escapes = c.stack_escapes || makes_stack_generic(ins, c.sem.back(), m.sm);
     if (ins.base == "LDL" || ins.base == "STL")
       for (auto& o : ins.ops)
         if (o.kind == OperandKind::Memory) max_local = std::max(max_local, o.mem_imm + 16);

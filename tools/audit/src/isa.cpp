@@ -230,6 +230,7 @@ Semantics semantics_of(const Instruction& ins) {
       s.memory = true;
   s.register_only = !s.memory && s.control == Control::None && kRegisterOnly.count(b);
   s.store_local = b == "STL";
+  s.generic_store = b == "ST" || b == "ATOM" || b == "RED";
   if (b == "LDL" || b == "STL") s.local_bytes = 4 * access_regs(ins);
 
   // Control transfers: predicate operands are conditions, register operands

@@ -47,6 +47,8 @@ struct Semantics {
   bool memory = false;             // touches memory (rule b applies)
   bool register_only = false;      // no effect beyond its registers (rule c exempt)
   bool store_local = false;        // STL
+  bool generic_store = false;      // ST / ATOM / RED: a generic address, which
+                                   // may point into the thread's stack
   std::string target;              // Branch / Call: label or symbol
   std::vector<RegRef> store_data;  // STL: registers stored
   int local_bytes = 4;             // LDL/STL access size

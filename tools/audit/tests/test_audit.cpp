@@ -451,3 +451,26 @@ TEST(AuditAnalysis, ConversionReadsTheHighWord) {
   EXPECT_EQ(r.findings[0].rule, 'b');
   EXPECT_TRUE(audit(body("RZ")).findings.empty());
 }
+
+// Once a stack address is made generic (R1 + the local window base), a
+// generic ST may write any stack slot; without that, ST cannot reach it.
+TEST(AuditAnalysis, GenericStoreMayWriteTheStack) {
+  auto body = [](bool escapes, const char* data) {
+    return std::string(kLoadSecret) + "        /*0058*/                   IADD3 R1, R1, -0x20, RZ ;\n" +
+           "        /*0060*/                   STL [R1+0x8], R5 ;\n" +
+           (escapes ? "        /*0064*/                   IADD3 R12, R1, c[0x0][0x20], RZ ;\n" : "") +
+           "        /*0068*/                   LDC.64 R8, c[0x0][0x218] ;\n" +
+           "        /*0070*/                   ST.E desc[UR4][R8.64], " + data + " ;\n" +
+           "        /*0080*/                   LDL R6, [R1+0x8] ;\n" +
+           "        /*0090*/                   LDS R7, [R6] ;\n" +
+           "        /*00a0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body(true, "R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x90u);
+  ASSERT_FALSE(r.findings[0].chain.empty());
+  EXPECT_EQ(r.findings[0].chain[0].offset, 0x50u);  // from the LDG, through the ST
+  EXPECT_TRUE(audit(body(true, "R5")).findings.empty());   // a public value stored
+  EXPECT_TRUE(audit(body(false, "R0")).findings.empty());  // no stack address escapes
+}
