@@ -70,6 +70,7 @@ H = {
  "leak_i2f_s64_high_word":    [("line", r"^I2F\.S64"), ("line", r"^ST")],
  "leak_f2i_f64_high_word":    [("line", r"^F2I\.F64"), ("line", r"^ST")],
  "leak_generic_store_to_stack": [("func", r"^ST\.E"), ("line", r"^LDL")],
+ "leak_local_subword_overwrite": [("func", r"^STL\.(U|S)16"), ("line", r"^LDL")],
 }
 
 def parse_src(path):

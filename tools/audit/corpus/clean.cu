@@ -238,3 +238,14 @@ extern "C" __global__ void clean_generic_store_to_stack(const int* __restrict__ 
   *p = (int)blockIdx.x;
   out[loc[3] & 1023] = in[GTID];
 }
+
+// 19 both halves of the slot overwritten with public values (nvcc merges
+//    them into one STL), so what is read back is public.
+extern "C" __global__ void clean_local_subword_overwrite(const int* __restrict__ in,
+                                                         int* __restrict__ out) {
+  volatile union { int i; short s[2]; } u;
+  u.i = in[GTID];
+  u.s[0] = (short)threadIdx.x;
+  u.s[1] = (short)(threadIdx.x >> 1);
+  out[(u.i >> 16) & 1023] = 1;
+}

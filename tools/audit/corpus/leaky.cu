@@ -447,3 +447,15 @@ extern "C" __global__ void leak_generic_store_to_stack(const int* __restrict__ i
   // LEAK b: loc[3] may hold the secret; it indexes the store
   out[loc[3] & 1023] = 1;  // LEAK-LINE
 }
+
+// 33 --------------------------------------------------------------------------
+// A half-word store into a stack slot that held a secret: the other half
+// keeps the secret. Every STL replaced the whole slot's taint.
+extern "C" __global__ void leak_local_subword_overwrite(const int* __restrict__ in,
+                                                        int* __restrict__ out) {
+  volatile union { int i; short s[2]; } u;  // volatile: kept in local memory
+  u.i = in[GTID];                // STL: secret, four bytes
+  u.s[0] = (short)threadIdx.x;   // STL.U16: public, the low two bytes only
+  // LEAK b: the high half read back is the secret's
+  out[(u.i >> 16) & 1023] = 1;  // LEAK-LINE
+}

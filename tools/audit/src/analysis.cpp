@@ -290,7 +290,9 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
     if (slot >= 0) {
       for (int w = 0; w < sm.local_bytes / 4 && slot + w < c.n_slots; ++w) {
         uint32_t& t = s.taint[kRegs + slot + w];
-        t = ins.guarded ? join1(t, v) : v;
+        // A byte or half-word store leaves the rest of the slot as it was:
+        // STL [R1], secret; STL.U16 [R1], public; LDL [R1] is still secret.
+        t = (ins.guarded || sm.local_partial) ? join1(t, v) : v;
       }
     } else {
       for (int w = 0; w <= c.n_slots; ++w) s.taint[kRegs + w] = join1(s.taint[kRegs + w], v);

@@ -232,6 +232,8 @@ Semantics semantics_of(const Instruction& ins) {
   s.store_local = b == "STL";
   s.generic_store = b == "ST" || b == "ATOM" || b == "RED";
   if (b == "LDL" || b == "STL") s.local_bytes = 4 * access_regs(ins);
+  s.local_partial = b == "STL" && (has_mod(ins, "U8") || has_mod(ins, "S8") || has_mod(ins, "U16") ||
+                                   has_mod(ins, "S16"));
 
   // Control transfers: predicate operands are conditions, register operands
   // (BRX/JMX/RET targets, WARPSYNC masks, barrier ids and counts, sleep

@@ -52,6 +52,7 @@ struct Semantics {
   std::string target;              // Branch / Call: label or symbol
   std::vector<RegRef> store_data;  // STL: registers stored
   int local_bytes = 4;             // LDL/STL access size
+  bool local_partial = false;      // STL.U8 / .U16: writes part of a 4-byte slot
 };
 
 Semantics semantics_of(const Instruction& ins);

@@ -256,6 +256,11 @@ TEST(AuditAnalysis, StackSpillsKeepTheirTaint) {
                             "        /*0058*/                   VIADD R1, R1, 0xffffffe0 ;\n";
   EXPECT_TRUE(audit(viadd + "        /*0060*/                   STL [R1+0x8], R5 ;\n" + reload).findings.empty());
   EXPECT_EQ(audit(viadd + "        /*0060*/                   STL [R1+0x8], R0 ;\n" + reload).findings.size(), 1u);
+  // A half-word store over a secret slot leaves half of the secret there;
+  // a full-word store replaces it.
+  const std::string secret_slot = frame + "        /*0060*/                   STL [R1+0x8], R0 ;\n";
+  EXPECT_EQ(audit(secret_slot + "        /*0068*/                   STL.U16 [R1+0x8], R5 ;\n" + reload).findings.size(), 1u);
+  EXPECT_TRUE(audit(secret_slot + "        /*0068*/                   STL [R1+0x8], R5 ;\n" + reload).findings.empty());
 }
 
 TEST(AuditAnalysis, SubroutinesAndVariableTimeCalls) {
