@@ -71,6 +71,8 @@ H = {
  "leak_f2i_f64_high_word":    [("line", r"^F2I\.F64"), ("line", r"^ST")],
  "leak_generic_store_to_stack": [("func", r"^ST\.E"), ("line", r"^LDL")],
  "leak_local_subword_overwrite": [("func", r"^STL\.(U|S)16"), ("line", r"^LDL")],
+ "leak_constant_loop_bound":  [("func", r"c\[0x3\]"), ("line", PBR)],
+ "leak_constant_table_index": [("line", r"^LDC\S*\s+\S+,\s*c\[0x3\]\[R")],
 }
 
 def parse_src(path):

@@ -249,3 +249,14 @@ extern "C" __global__ void clean_local_subword_overwrite(const int* __restrict__
   u.s[1] = (short)(threadIdx.x >> 1);
   out[(u.i >> 16) & 1023] = 1;
 }
+
+// 20 __constant__ data (bank 3, secret) read at a public index and only
+//    stored; the loop bound is a parameter.
+__constant__ float corpus_const_weights[256];
+extern "C" __global__ void clean_constant_public_index(const float* __restrict__ v,
+                                                       float* __restrict__ out, int n) {
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) acc = fmaf(acc, corpus_const_weights[k & 255], v[k * blockDim.x + threadIdx.x]);
+  out[GTID] = acc + corpus_const_weights[threadIdx.x & 255];
+}

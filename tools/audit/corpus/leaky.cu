@@ -459,3 +459,26 @@ extern "C" __global__ void leak_local_subword_overwrite(const int* __restrict__ 
   // LEAK b: the high half read back is the secret's
   out[(u.i >> 16) & 1023] = 1;  // LEAK-LINE
 }
+
+// 34 --------------------------------------------------------------------------
+// User __constant__ memory is constant bank 3 (nvcc 13, sm_80 and sm_90a):
+// data the host wrote, as secret as global memory. Every constant bank was
+// public (banks 0, 2 and 4 are: parameters, driver and compiler constants).
+__constant__ int corpus_const_len;
+__constant__ int corpus_const_perm[256];
+extern "C" __global__ void leak_constant_loop_bound(const float* __restrict__ v,
+                                                    float* __restrict__ out) {
+  float acc = 0.0f;
+  // LEAK a: trip count read from __constant__ memory (c[0x3][...])
+#pragma unroll 1
+  for (int k = 0; k < corpus_const_len; ++k) {  // LEAK-LINE
+    acc = fmaf(acc, 0.5f, v[k * blockDim.x + threadIdx.x]);
+  }
+  out[GTID] = acc;
+}
+
+// 35 --------------------------------------------------------------------------
+extern "C" __global__ void leak_constant_table_index(float* __restrict__ out) {
+  // LEAK b: a __constant__ table entry (read at a public index) indexes the store
+  out[corpus_const_perm[threadIdx.x & 255] & 1023] = 1.0f;  // LEAK-LINE
+}

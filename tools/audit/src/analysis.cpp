@@ -249,9 +249,9 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
   bool rpub = false;
   switch (sm.source) {
     case Source::Computed:
-      res = u ? self : 0;
+      res = (u || sm.secret_const) ? self : 0;
       cause = u;
-      rpub = !u && (pub_of(sm.uses) || const_pub);
+      rpub = !res && (pub_of(sm.uses) || const_pub);
       break;
     case Source::Load: {
       bool via_public_pointer = a == 0 && pub_of(sm.addr);
@@ -271,9 +271,9 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
       break;
     }
     case Source::Constant:
-      res = a ? self : 0;
+      res = (a || sm.secret_const) ? self : 0;
       cause = a;
-      rpub = const_pub;
+      rpub = !res && const_pub;
       break;
     case Source::Public:
       break;

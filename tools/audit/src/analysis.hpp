@@ -8,9 +8,10 @@
 //                   under a secret guard;
 //   (d) variable-time: a call into a variable-time routine (IEEE division /
 //                   square-root slow paths), whatever its guard.
-// Public: kernel parameters and driver constants (constant bank), special
-// registers, immediates. Secret: every value loaded from memory, unless the
-// address derives from a pointer parameter declared public for the kernel.
+// Public: kernel parameters and driver / compiler constants (constant banks
+// 0, 2, 4), special registers, immediates. Secret: every value loaded from
+// memory, user __constant__ data (bank 3) included, unless the address
+// derives from a pointer parameter declared public for the kernel.
 #pragma once
 
 #include <cstdint>

@@ -228,6 +228,15 @@ Semantics semantics_of(const Instruction& ins) {
   for (auto& o : ops)
     if (o.kind == OperandKind::Memory || (o.kind == OperandKind::Constant && o.const_indexed))
       s.memory = true;
+  // Constant banks: 0 holds the parameters and driver constants, 2 and 4
+  // compiler-made constants and relocated addresses (e.g. vprintf's): all
+  // public. Bank 3 is user __constant__ memory (nvcc 13, sm_80 and sm_90a):
+  // data the host wrote, as secret as global memory. Any other bank, or one
+  // chosen by a register (cx[URx]), is unknown: secret.
+  for (auto& o : ops)
+    if (o.kind == OperandKind::Constant &&
+        (o.text.find("cx[") != std::string::npos || (o.const_bank != 0 && o.const_bank != 2 && o.const_bank != 4)))
+      s.secret_const = true;
   s.register_only = !s.memory && s.control == Control::None && kRegisterOnly.count(b);
   s.store_local = b == "STL";
   s.generic_store = b == "ST" || b == "ATOM" || b == "RED";

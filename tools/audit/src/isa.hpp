@@ -47,6 +47,8 @@ struct Semantics {
   bool memory = false;             // touches memory (rule b applies)
   bool register_only = false;      // no effect beyond its registers (rule c exempt)
   bool store_local = false;        // STL
+  bool secret_const = false;       // reads constant data the host wrote (bank 3:
+                                   // user __constant__), which is secret
   bool generic_store = false;      // ST / ATOM / RED: a generic address, which
                                    // may point into the thread's stack
   std::string target;              // Branch / Call: label or symbol

@@ -479,3 +479,29 @@ TEST(AuditAnalysis, GenericStoreMayWriteTheStack) {
   EXPECT_TRUE(audit(body(true, "R5")).findings.empty());   // a public value stored
   EXPECT_TRUE(audit(body(false, "R0")).findings.empty());  // no stack address escapes
 }
+
+// Constant bank 3 is user __constant__ data: secret. Bank 0 (parameters)
+// and banks 2 / 4 (compiler constants, relocated addresses) are public.
+TEST(AuditAnalysis, ConstantBank3IsSecret) {
+  auto branch = [](const char* bank) {
+    return std::string("        /*0000*/                   LDC R1, c[0x0][0x28] ;\n") +
+           "        /*0010*/                   ISETP.GE.AND P0, PT, RZ, c[" + bank + "][0x10], PT ;\n" +
+           "        /*0020*/               @P0 EXIT ;\n" +
+           "        /*0030*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(branch("0x3"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'a');
+  ASSERT_EQ(r.findings[0].chain.size(), 1u);  // the ISETP that read bank 3
+  EXPECT_EQ(r.findings[0].chain[0].offset, 0x10u);
+  for (const char* pub : {"0x0", "0x2", "0x4"}) EXPECT_TRUE(audit(branch(pub)).findings.empty()) << pub;
+  // LDC at a public index: the value is secret in bank 3 only.
+  auto table = [](const char* bank) {
+    return std::string("        /*0000*/                   S2R R5, SR_TID.X ;\n") +
+           "        /*0010*/                   LDC R6, c[" + bank + "][R5] ;\n" +
+           "        /*0020*/                   LDS R7, [R6] ;\n" +
+           "        /*0030*/                   EXIT ;\n";
+  };
+  EXPECT_EQ(audit(table("0x3")).findings.size(), 1u);
+  EXPECT_TRUE(audit(table("0x0")).findings.empty());
+}
