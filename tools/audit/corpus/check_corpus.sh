@@ -73,6 +73,8 @@ H = {
  "leak_local_subword_overwrite": [("func", r"^STL\.(U|S)16"), ("line", r"^LDL")],
  "leak_constant_loop_bound":  [("func", r"c\[0x3\]"), ("line", PBR)],
  "leak_constant_table_index": [("line", r"^LDC\S*\s+\S+,\s*c\[0x3\]\[R")],
+ "leak_printf_call":          [("line", r"^CALL\.ABS")],
+ "leak_device_malloc":        [("line", r"^CALL\.ABS")],
 }
 
 def parse_src(path):

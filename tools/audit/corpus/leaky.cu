@@ -482,3 +482,25 @@ extern "C" __global__ void leak_constant_table_index(float* __restrict__ out) {
   // LEAK b: a __constant__ table entry (read at a public index) indexes the store
   out[corpus_const_perm[threadIdx.x & 255] & 1023] = 1.0f;  // LEAK-LINE
 }
+
+// 36 --------------------------------------------------------------------------
+// Calls into routines outside the kernel: printf (vprintf) and malloc / free
+// are CALL.ABS through an address in constant bank 4. What they run, and for
+// how long, is not in the audited SASS. Such calls were not findings.
+#include <cstdio>
+extern "C" __global__ void leak_printf_call(const float* __restrict__ in,
+                                            float* __restrict__ out) {
+  out[GTID] = in[GTID] * 2.0f;
+  // LEAK d: vprintf, outside the kernel (its arguments here are public)
+  printf("block %d thread %d\n", (int)blockIdx.x, (int)threadIdx.x);  // LEAK-LINE
+}
+
+// 37 --------------------------------------------------------------------------
+extern "C" __global__ void leak_device_malloc(const int* __restrict__ in,
+                                              int* __restrict__ out) {
+  // LEAK d: device-side malloc, outside the kernel
+  int* p = static_cast<int*>(malloc(64));  // LEAK-LINE
+  if (p == nullptr) return;
+  p[threadIdx.x & 15] = in[GTID];
+  out[GTID] = p[(threadIdx.x + 1) & 15];  // (no free(): a second call, a second finding)
+}

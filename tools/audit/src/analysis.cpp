@@ -105,6 +105,7 @@ struct Ctx {
   int n_slots = 0;
   bool stack_escapes = false;  // a stack address is made generic (see below)
   std::vector<uint32_t> cause;  // instruction -> origin of the secret it consumed
+  std::vector<bool> external;   // instruction -> a CALL whose callee is not in the kernel
 };
 
 // IADD3 / VIADD / IADD R1, R1, imm: the stack pointer moved by imm bytes.
@@ -230,6 +231,10 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
     };
     if (sm.control == Control::Call && is_variable_time_routine(sm.target))
       add('d', "call into variable-time routine " + sm.target, 0);
+    else if (c.external[i])
+      add('d', "call into a routine outside the kernel (" +
+                   (sm.target.empty() ? "through a register: vprintf, malloc, free, ..." : sm.target) + ")",
+          0);
     else if (sm.control != Control::None && g)
       add('a', "control transfer guarded by secret " + guard_name, g);
     else if (sm.control != Control::None && cnd)
@@ -398,7 +403,7 @@ int64_t param_base(int sm) { return sm >= 100 ? 0x380 : sm >= 90 ? 0x210 : 0x160
 int64_t stack_pointer_offset(int sm) { return sm >= 100 ? 0x37c : 0x28; }
 
 KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers& pub) {
-  Ctx c{k, m, {}, {}, stack_pointer_offset(m.sm), 0, 0, false, {}};
+  Ctx c{k, m, {}, {}, stack_pointer_offset(m.sm), 0, 0, false, {}, {}};
   const size_t n = k.code.size();
   KernelReport rep;
   rep.name = k.name;
@@ -434,6 +439,20 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
     }
     return it->second;
   };
+  // Calls whose callee is not code of this kernel: CALL.ABS (nvcc's calls
+  // to vprintf, malloc, free go through an address in constant bank 4), a
+  // call through a register, or a symbol defined elsewhere (-rdc). What they
+  // run, and for how long, is not in the audited SASS: rule d. Their only
+  // successor here is the return.
+  c.external.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const Semantics& sm = c.sem[i];
+    if (sm.control != Control::Call) continue;
+    bool abs = false;
+    for (auto& md : k.code[i].mods) abs = abs || md == "ABS";
+    c.external[i] = abs || sm.target.empty() ||
+                    (!function_names.count(sm.target) && !k.labels.count(sm.target) && sm.target != k.name);
+  }
   std::map<size_t, std::vector<size_t>> return_sites;  // function index -> sites
   for (size_t i = 0; i < n; ++i)
     if (c.sem[i].control == Control::Call && function_names.count(c.sem[i].target) && i + 1 < n)
@@ -457,14 +476,17 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
         fall();
         break;
       case Control::Call:
-        if (!sm.target.empty() && function_names.count(sm.target)) {
+        if (function_names.count(sm.target)) {
           succ[i].push_back(target_index(sm.target));
           if (conditional) fall();
-        } else if (!sm.target.empty()) {
+        } else if (!c.external[i]) {
           succ[i].push_back(target_index(sm.target));  // CALL.REL.NOINC to a label: a jump
           fall();
-        } else {
+        } else if (sm.target.empty() && k.code[i].opcode.find(".ABS") == std::string::npos) {
+          // Through a register, relative: it may also enter any subroutine here.
           for (auto& f : k.functions) succ[i].push_back(f.first);
+          fall();
+        } else {
           fall();
         }
         break;

@@ -505,3 +505,24 @@ TEST(AuditAnalysis, ConstantBank3IsSecret) {
   EXPECT_EQ(audit(table("0x3")).findings.size(), 1u);
   EXPECT_TRUE(audit(table("0x0")).findings.empty());
 }
+
+// A CALL whose callee is not code of the kernel (CALL.ABS through a register,
+// as nvcc calls vprintf / malloc, or a symbol defined elsewhere) is rule d;
+// a call to a subroutine of the kernel is not.
+TEST(AuditAnalysis, ExternalCallsAreVariableTime) {
+  const std::string pre = "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+                          "        /*0010*/                   LDC.64 R2, c[0x4][0x18] ;\n"
+                          "        /*0020*/                   LEPC R20, `(.L_x_1) ;\n";
+  const std::string post = ".L_x_1:\n"
+                           "        /*0040*/                   EXIT ;\n";
+  KernelReport abs = audit(pre + "        /*0030*/                   CALL.ABS.NOINC R2 ;\n" + post);
+  ASSERT_EQ(abs.findings.size(), 1u);
+  EXPECT_EQ(abs.findings[0].rule, 'd');
+  KernelReport sym = audit(pre + "        /*0030*/                   CALL.REL.NOINC `(vprintf) ;\n" + post);
+  ASSERT_EQ(sym.findings.size(), 1u);
+  EXPECT_EQ(sym.findings[0].rule, 'd');
+  const std::string sub = "        .type           helper,@function\n"
+                          "helper:\n"
+                          "        /*0050*/                   RET.REL.NODEC R20 `(k) ;\n";
+  EXPECT_TRUE(audit(pre + "        /*0030*/                   CALL.REL.NOINC `(helper) ;\n" + post, sub).findings.empty());
+}
