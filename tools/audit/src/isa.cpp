@@ -49,7 +49,11 @@ const Set kPublicResult = {"S2R", "S2UR", "CS2R", "ELECT", "LEPC", "SYNCS", "GET
 const Set kTwoPredDefs = {"ISETP", "UISETP", "FSETP", "UFSETP", "DSETP", "HSETP2", "PLOP3",
                           "UPLOP3", "PSETP", "CSETP"};
 // Opcodes that write a register right after a leading predicate result.
-const Set kRegAfterPred = {"LOP3", "ULOP3", "SHFL", "ATOM", "ATOMG", "ATOMS", "ELECT", "MATCH"};
+// R2UR P0, UR6, R2 (sm_90's waterfall loops: P0 says whether R2 was uniform)
+// writes UR6 too; without it here UR6 kept its old taint.
+const Set kRegAfterPred = {"LOP3", "ULOP3", "SHFL", "ATOM", "ATOMG", "ATOMS", "ELECT", "MATCH", "R2UR"};
+// Opcodes whose operands after the leading predicate result are all sources.
+const Set kPredThenSources = {"FCHK"};
 // Opcodes with carry-out predicates directly after the register result.
 const Set kCarryOut = {"IADD3", "UIADD3", "LEA", "ULEA", "IADD", "UIADD", "IMAD", "UIMAD"};
 
@@ -299,6 +303,14 @@ Semantics semantics_of(const Instruction& ins) {
       is_def[i++] = true;
       if (kCarryOut.count(b))
         while (i < n && is_pred(ops[i])) is_def[i++] = true;
+    } else if (lead_pred && i < n && is_gpr(ops[i]) && !kTwoPredDefs.count(b) && !kPredThenSources.count(b) &&
+               !kStores.count(b) && !kAsync.count(b) && !kLoads.count(b) && b != "LDL") {
+      // An opcode in neither table with a predicate result, then a register:
+      // the register may be a second result. Read it as a source and also
+      // write it weakly (joined with its old value): that can only add taint.
+      RegRef r = ops[i].regs[0];
+      s.defs.push_back(r);
+      s.weak_defs = true;
     }
     first_src = i;
   }

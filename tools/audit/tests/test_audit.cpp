@@ -526,3 +526,30 @@ TEST(AuditAnalysis, ExternalCallsAreVariableTime) {
                           "        /*0050*/                   RET.REL.NODEC R20 `(k) ;\n";
   EXPECT_TRUE(audit(pre + "        /*0030*/                   CALL.REL.NOINC `(helper) ;\n" + post, sub).findings.empty());
 }
+
+// R2UR P0, UR6, R2 writes UR6 as well as P0; an opcode in no table with a
+// predicate result then a register writes that register weakly.
+TEST(AuditAnalysis, PredicateFirstResults) {
+  auto s = semantics_of(parse_instruction("@P1 R2UR P0, UR6, R2"));
+  ASSERT_EQ(s.defs.size(), 2u);
+  EXPECT_EQ(s.defs[1].file, RegFile::UR);
+  EXPECT_EQ(s.defs[1].index, 6);
+  s = semantics_of(parse_instruction("FCHK P0, R2, R3"));  // all sources after P0
+  EXPECT_EQ(s.defs.size(), 1u);
+  s = semantics_of(parse_instruction("NEWOP P0, R4, R2"));  // unknown: R4 read and weakly written
+  EXPECT_TRUE(s.weak_defs);
+  ASSERT_EQ(s.defs.size(), 2u);
+  bool r4 = false;
+  for (auto& d : s.defs) r4 = r4 || (d.file == RegFile::R && d.index == 4);
+  EXPECT_TRUE(r4);
+  EXPECT_EQ(s.uses.size(), 2u);  // R4 and R2
+  auto body = [](const char* src) {
+    return std::string(kLoadSecret) + "        /*0060*/                   R2UR P0, UR6, " + src + " ;\n" +
+           "        /*0070*/                   LDS R7, [UR6] ;\n" +
+           "        /*0080*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
+}
