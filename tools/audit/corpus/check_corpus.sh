@@ -75,6 +75,7 @@ H = {
  "leak_constant_table_index": [("line", r"^LDC\S*\s+\S+,\s*c\[0x3\]\[R")],
  "leak_printf_call":          [("line", r"^CALL\.ABS")],
  "leak_device_malloc":        [("line", r"^CALL\.ABS")],
+ "leak_prefetch_secret_addr": [("line", r"^CCTL")],
 }
 
 def parse_src(path):

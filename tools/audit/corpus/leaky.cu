@@ -504,3 +504,14 @@ extern "C" __global__ void leak_device_malloc(const int* __restrict__ in,
   p[threadIdx.x & 15] = in[GTID];
   out[GTID] = p[(threadIdx.x + 1) & 15];  // (no free(): a second call, a second finding)
 }
+
+// 38 --------------------------------------------------------------------------
+// prefetch.global.L2 is CCTL at an address: a memory operation (rule b). It
+// was flagged, but as a control transfer (rule a) with "target is secret".
+extern "C" __global__ void leak_prefetch_secret_addr(const int* __restrict__ idx,
+                                                     const float* __restrict__ tbl,
+                                                     float* __restrict__ out) {
+  // LEAK b: L2 prefetch of a secret-indexed line
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(tbl + (idx[GTID] & 4095)));  // LEAK-LINE
+  out[GTID] = 0.0f;
+}

@@ -177,8 +177,8 @@ Control control_of(const std::string& b) {
       b == "YIELD" || b == "NANOSLEEP" || b == "RTT" || b == "BAR" || b == "UCGABAR_ARV" ||
       b == "UCGABAR_WAIT" || b == "MEMBAR" || b == "ERRBAR" || b == "DEPBAR" ||
       b == "WARPGROUP" || b == "USETMAXREG" || b == "SETMAXREG" || b == "ACQBULK" ||
-      b == "PMTRIG" || b == "CCTL")
-    return Control::Other;
+      b == "PMTRIG")
+    return Control::Other;  // (CCTL, a cache operation at an address, is memory: rule b)
   return Control::None;
 }
 

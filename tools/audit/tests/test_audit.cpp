@@ -553,3 +553,19 @@ TEST(AuditAnalysis, PredicateFirstResults) {
   EXPECT_EQ(r.findings[0].rule, 'b');
   EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
+
+// CCTL (prefetch, discard, applypriority) is a memory operation, not control.
+TEST(AuditAnalysis, CacheControlIsMemory) {
+  auto s = semantics_of(parse_instruction("CCTL.E.PF2 [R4]"));
+  EXPECT_EQ(s.control, Control::None);
+  EXPECT_TRUE(s.memory);
+  auto body = [](const char* addr) {
+    return std::string(kLoadSecret) + "        /*0060*/                   IMAD.WIDE R8, " + addr + ", 0x4, R2 ;\n" +
+           "        /*0070*/                   CCTL.E.PF2 [R8] ;\n" +
+           "        /*0080*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
+}
