@@ -233,7 +233,7 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
       add('d', "call into variable-time routine " + sm.target, 0);
     else if (c.external[i])
       add('d', "call into a routine outside the kernel (" +
-                   (sm.target.empty() ? "through a register: vprintf, malloc, free, ..." : sm.target) + ")",
+                   (sm.target.empty() ? "absolute address: vprintf, malloc, free, ..." : sm.target) + ")",
           0);
     else if (sm.control != Control::None && g)
       add('a', "control transfer guarded by secret " + guard_name, g);
@@ -440,18 +440,19 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
     return it->second;
   };
   // Calls whose callee is not code of this kernel: CALL.ABS (nvcc's calls
-  // to vprintf, malloc, free go through an address in constant bank 4), a
-  // call through a register, or a symbol defined elsewhere (-rdc). What they
-  // run, and for how long, is not in the audited SASS: rule d. Their only
-  // successor here is the return.
+  // to vprintf, malloc, free go through an absolute address in constant
+  // bank 4) or a symbol defined elsewhere (-rdc). What they run, and for how
+  // long, is not in the audited SASS: rule d. Their only successor here is
+  // the return. (CALL.REL through a register, a function pointer, is an
+  // offset into this kernel's code: it may enter any of its subroutines.)
   c.external.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     const Semantics& sm = c.sem[i];
     if (sm.control != Control::Call) continue;
     bool abs = false;
     for (auto& md : k.code[i].mods) abs = abs || md == "ABS";
-    c.external[i] = abs || sm.target.empty() ||
-                    (!function_names.count(sm.target) && !k.labels.count(sm.target) && sm.target != k.name);
+    c.external[i] = abs || (!sm.target.empty() && !function_names.count(sm.target) && !k.labels.count(sm.target) &&
+                            sm.target != k.name);
   }
   std::map<size_t, std::vector<size_t>> return_sites;  // function index -> sites
   for (size_t i = 0; i < n; ++i)
@@ -479,14 +480,13 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
         if (function_names.count(sm.target)) {
           succ[i].push_back(target_index(sm.target));
           if (conditional) fall();
-        } else if (!c.external[i]) {
-          succ[i].push_back(target_index(sm.target));  // CALL.REL.NOINC to a label: a jump
+        } else if (c.external[i]) {
           fall();
-        } else if (sm.target.empty() && k.code[i].opcode.find(".ABS") == std::string::npos) {
-          // Through a register, relative: it may also enter any subroutine here.
-          for (auto& f : k.functions) succ[i].push_back(f.first);
+        } else if (sm.target.empty()) {
+          for (auto& f : k.functions) succ[i].push_back(f.first);  // a function pointer
           fall();
         } else {
+          succ[i].push_back(target_index(sm.target));  // CALL.REL.NOINC to a label: a jump
           fall();
         }
         break;

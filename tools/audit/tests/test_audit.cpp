@@ -525,6 +525,17 @@ TEST(AuditAnalysis, ExternalCallsAreVariableTime) {
                           "helper:\n"
                           "        /*0050*/                   RET.REL.NODEC R20 `(k) ;\n";
   EXPECT_TRUE(audit(pre + "        /*0030*/                   CALL.REL.NOINC `(helper) ;\n" + post, sub).findings.empty());
+  // A function pointer (CALL.REL through a register, an offset into the
+  // kernel's code) may enter any subroutine: not external; a secret pointer
+  // is a secret control operand.
+  const std::string fp = "        /*0030*/                   CALL.REL.NOINC R8 `(k) ;\n";
+  const std::string fp_pub = pre + "        /*0028*/                   S2R R8, SR_TID.X ;\n" + fp + post;
+  EXPECT_TRUE(audit(fp_pub, sub).findings.empty());
+  KernelReport fp_secret = audit(std::string(kLoadSecret) + "        /*0058*/                   MOV R8, R0 ;\n" +
+                                     "        /*005c*/                   LEPC R20, `(.L_x_1) ;\n" + fp + post,
+                                 sub);
+  ASSERT_EQ(fp_secret.findings.size(), 1u);
+  EXPECT_EQ(fp_secret.findings[0].rule, 'a');
 }
 
 // R2UR P0, UR6, R2 writes UR6 as well as P0; an opcode in no table with a
