@@ -76,6 +76,9 @@ H = {
  "leak_printf_call":          [("line", r"^CALL\.ABS")],
  "leak_device_malloc":        [("line", r"^CALL\.ABS")],
  "leak_prefetch_secret_addr": [("line", r"^CCTL")],
+ "leak_ldmatrix_secret_row":  [("line", r"^LDSM")],
+ "leak_nanosleep_secret":     [("line", r"^NANOSLEEP\s+R")],
+ "leak_red_async_secret_addr": [("line", r"^REDAS")],
 }
 
 def parse_src(path):

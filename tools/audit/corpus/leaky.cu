@@ -515,3 +515,43 @@ extern "C" __global__ void leak_prefetch_secret_addr(const int* __restrict__ idx
   asm volatile("prefetch.global.L2 [%0];" ::"l"(tbl + (idx[GTID] & 4095)));  // LEAK-LINE
   out[GTID] = 0.0f;
 }
+
+// 39 --------------------------------------------------------------------------
+// Lock-ins: red-team cases that were already flagged, kept so they stay so.
+extern "C" __global__ void leak_ldmatrix_secret_row(const int* __restrict__ rows,
+                                                    float* __restrict__ out) {
+  __shared__ __align__(16) uint16_t s[64 * 64];
+  for (int k = threadIdx.x; k < 64 * 64; k += blockDim.x) s[k] = static_cast<uint16_t>(k);
+  __syncthreads();
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(&s[(rows[GTID] & 63) * 64]));
+  unsigned r0, r1, r2, r3;
+  // LEAK b: ldmatrix (LDSM) of a secret row
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));  // LEAK-LINE
+  out[GTID] = static_cast<float>(r0 + r1 + r2 + r3);
+}
+
+// 40 --------------------------------------------------------------------------
+extern "C" __global__ void leak_nanosleep_secret(const int* __restrict__ in,
+                                                 float* __restrict__ out) {
+  // LEAK a: the sleep time is secret (NANOSLEEP R)
+  __nanosleep(static_cast<unsigned>(in[GTID]) & 1023u);  // LEAK-LINE
+  out[GTID] = 0.0f;
+}
+
+// 41 --------------------------------------------------------------------------
+// red.async (REDAS, sm_90a) is in no opcode table; its bracket operand makes
+// it a memory operation all the same.
+extern "C" __global__ void leak_red_async_secret_addr(const int* __restrict__ idx,
+                                                      float* __restrict__ out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ __align__(8) uint64_t bar;
+  __shared__ unsigned s[256];
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(&s[idx[GTID] & 255]));
+  // LEAK b [sm_90a]: asynchronous shared-memory reduction at a secret address
+  asm volatile("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%0], 1, [%1];" ::"r"(a), "r"(b) : "memory");  // LEAK-LINE
+  out[GTID] = 0.0f;
+#else
+  out[GTID] = static_cast<float>(idx[0]);
+#endif
+}
