@@ -1,7 +1,8 @@
 // dhp-audit corpus: kernels that must audit CLEAN (no finding).
 //
-// Model: "secret" = any value loaded from memory; "public" = kernel params,
-// thread/block ids, immediates. Secrets may flow into arithmetic, selects,
+// Model: "secret" = any value loaded from memory (texture, surface and user
+// __constant__ data included); "public" = kernel params, thread/block ids,
+// immediates. Secrets may flow into arithmetic, selects,
 // predicated ALU ops, shuffles and stores/loads at PUBLIC addresses, but never
 // into branches, loop bounds, addresses, memory-op guards or variable-time
 // routines. Each kernel's comment says why it is constant-time.

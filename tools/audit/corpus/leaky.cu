@@ -1,11 +1,16 @@
 // dhp-audit corpus: kernels that each plant EXACTLY ONE constant-time leak.
 //
-// Model: "secret" = any value loaded from memory (global / shared / local).
+// Model: "secret" = any value loaded from memory (global / shared / local /
+//        texture / surface, and user __constant__ data: constant bank 3).
 //        "public" = kernel parameters, threadIdx/blockIdx/blockDim, immediates.
 // Rules: (a) control flow (branch / loop exit / early exit) depends on a secret
-//        (b) a memory address, or a memory-op guard, depends on a secret
+//        (b) a memory address (texture coordinate / LOD / handle, surface
+//            coordinate / handle, descriptor and cache policy included), or a
+//            memory-op guard, depends on a secret
 //        (c) a side effect (store/atomic) is guarded by a secret predicate
-//        (d) a call into a variable-time routine (IEEE div/sqrt slow paths)
+//        (d) a call into a variable-time routine (IEEE div/sqrt slow paths) or
+//            into a routine outside the kernel (printf, malloc)
+// Kernels 19-38: false negatives of an earlier dhp-audit; 39-41: lock-ins.
 //
 // Each kernel has a "// LEAK <rule>: <what>" comment and the one source line
 // that the auditor must flag ends with the marker "// LEAK-LINE". <rule> may
