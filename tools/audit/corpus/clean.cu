@@ -1,7 +1,8 @@
 // dhp-audit corpus: kernels that must audit CLEAN (no finding).
 //
-// Model: "secret" = any value loaded from memory; "public" = kernel params,
-// thread/block ids, immediates. Secrets may flow into arithmetic, selects,
+// Model: "secret" = any value loaded from memory (texture, surface and user
+// __constant__ data included); "public" = kernel params, thread/block ids,
+// immediates. Secrets may flow into arithmetic, selects,
 // predicated ALU ops, shuffles and stores/loads at PUBLIC addresses, but never
 // into branches, loop bounds, addresses, memory-op guards or variable-time
 // routines. Each kernel's comment says why it is constant-time.
@@ -181,4 +182,82 @@ extern "C" __global__ void clean_declared_public_lengths(const int* __restrict__
 #pragma unroll 1
   for (int k = 0; k < n; ++k) acc += v[k * blockDim.x + threadIdx.x];
   out[GTID] = acc;
+}
+
+// 14 texture fetches at public coordinates (thread id, immediates) with a
+//    public handle (a parameter): the texels are secret but only stored.
+extern "C" __global__ void clean_tex_public_coords(cudaTextureObject_t t,
+                                                   float* __restrict__ out) {
+  unsigned i = GTID;
+  const float a = tex1Dfetch<float>(t, (int)i);
+  const float b = tex2D<float>(t, 0.25f + (float)threadIdx.x, 0.5f);
+  const float4 c = tex2Dgather<float4>(t, 0.25f, (float)blockIdx.x, 0);
+  out[i] = a + b + c.x + c.w;
+}
+
+// 15 surface load and store at public coordinates with a public handle; the
+//    value read is secret and only stored back.
+extern "C" __global__ void clean_surf_public_coords(cudaSurfaceObject_t s,
+                                                    float* __restrict__ out) {
+  const float v = surf2Dread<float>(s, (int)threadIdx.x * 4, (int)blockIdx.x);
+  surf2Dwrite(v * 2.0f, s, (int)threadIdx.x * 4, (int)blockIdx.x + 1);
+  out[GTID] = v;
+}
+
+// 16 a load with an L2 cache policy made from an immediate fraction: the
+//    descriptor (UR pair) is public.
+extern "C" __global__ void clean_cache_policy_public(const float* __restrict__ in,
+                                                     float* __restrict__ out) {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  float v;
+  asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(in + GTID), "l"(pol));
+  out[GTID] = v;
+}
+
+// 17 64-bit conversions of public values (ids) index memory; conversions of
+//    secrets are only stored.
+extern "C" __global__ void clean_conversions_64(const int* __restrict__ in,
+                                                float* __restrict__ out,
+                                                double* __restrict__ out2) {
+  const long long v = ((long long)blockIdx.x << 32) | threadIdx.x;
+  const double d = __hiloint2double((int)blockIdx.x & 0x3ff, (int)threadIdx.x);
+  const long long s = ((long long)in[GTID] << 32) | threadIdx.x;
+  out[(int)(float)v & 1023] = (float)s;
+  out2[(int)d & 1023] = (double)s + __hiloint2double(in[GTID + 1], 0);
+}
+
+// 18 the same generic pointer into a local array, but the value stored
+//    through it is public (the block id): loc[3] stays public.
+extern "C" __global__ void clean_generic_store_to_stack(const int* __restrict__ in,
+                                                        int* __restrict__ g,
+                                                        int* __restrict__ out, int sel) {
+  int loc[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) loc[k] = (int)threadIdx.x + k;
+  int* p = sel ? &loc[sel & 7] : g;
+  *p = (int)blockIdx.x;
+  out[loc[3] & 1023] = in[GTID];
+}
+
+// 19 both halves of the slot overwritten with public values (nvcc merges
+//    them into one STL), so what is read back is public.
+extern "C" __global__ void clean_local_subword_overwrite(const int* __restrict__ in,
+                                                         int* __restrict__ out) {
+  volatile union { int i; short s[2]; } u;
+  u.i = in[GTID];
+  u.s[0] = (short)threadIdx.x;
+  u.s[1] = (short)(threadIdx.x >> 1);
+  out[(u.i >> 16) & 1023] = 1;
+}
+
+// 20 __constant__ data (bank 3, secret) read at a public index and only
+//    stored; the loop bound is a parameter.
+__constant__ float corpus_const_weights[256];
+extern "C" __global__ void clean_constant_public_index(const float* __restrict__ v,
+                                                       float* __restrict__ out, int n) {
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) acc = fmaf(acc, corpus_const_weights[k & 255], v[k * blockDim.x + threadIdx.x]);
+  out[GTID] = acc + corpus_const_weights[threadIdx.x & 255];
 }

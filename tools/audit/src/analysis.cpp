@@ -13,6 +13,7 @@
 #include "analysis.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
@@ -102,7 +103,9 @@ struct Ctx {
   int64_t sp_off;
   int64_t stack_bias = 0;  // bytes the kernel may move R1 below its start
   int n_slots = 0;
+  bool stack_escapes = false;  // a stack address is made generic (see below)
   std::vector<uint32_t> cause;  // instruction -> origin of the secret it consumed
+  std::vector<bool> external;   // instruction -> a CALL whose callee is not in the kernel
 };
 
 // IADD3 / VIADD / IADD R1, R1, imm: the stack pointer moved by imm bytes.
@@ -114,6 +117,10 @@ bool stack_adjustment(const Instruction& ins, int64_t& delta) {
       !is_r1(ins.ops[0]) || !is_r1(ins.ops[1]) || ins.ops[2].kind != OperandKind::Immediate)
     return false;
   delta = parse_integer(ins.ops[2].text);
+  // A 32-bit add: sm_90's VIADD R1, R1, 0xffffffe0 moves the stack pointer
+  // down by 0x20. Read as +4 GiB it put every [R1+imm] outside the frame, so
+  // spills of public values refilled as secret.
+  if (delta > INT32_MAX && delta <= static_cast<int64_t>(UINT32_MAX)) delta -= int64_t{1} << 32;
   return true;
 }
 
@@ -224,6 +231,10 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
     };
     if (sm.control == Control::Call && is_variable_time_routine(sm.target))
       add('d', "call into variable-time routine " + sm.target, 0);
+    else if (c.external[i])
+      add('d', "call into a routine outside the kernel (" +
+                   (sm.target.empty() ? "absolute address: vprintf, malloc, free, ..." : sm.target) + ")",
+          0);
     else if (sm.control != Control::None && g)
       add('a', "control transfer guarded by secret " + guard_name, g);
     else if (sm.control != Control::None && cnd)
@@ -243,9 +254,9 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
   bool rpub = false;
   switch (sm.source) {
     case Source::Computed:
-      res = u ? self : 0;
+      res = (u || sm.secret_const) ? self : 0;
       cause = u;
-      rpub = !u && (pub_of(sm.uses) || const_pub);
+      rpub = !res && (pub_of(sm.uses) || const_pub);
       break;
     case Source::Load: {
       bool via_public_pointer = a == 0 && pub_of(sm.addr);
@@ -265,9 +276,9 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
       break;
     }
     case Source::Constant:
-      res = a ? self : 0;
+      res = (a || sm.secret_const) ? self : 0;
       cause = a;
-      rpub = const_pub;
+      rpub = !res && const_pub;
       break;
     case Source::Public:
       break;
@@ -284,11 +295,24 @@ void transfer(Ctx& c, size_t i, State& s, std::vector<RawFinding>* findings) {
     if (slot >= 0) {
       for (int w = 0; w < sm.local_bytes / 4 && slot + w < c.n_slots; ++w) {
         uint32_t& t = s.taint[kRegs + slot + w];
-        t = ins.guarded ? join1(t, v) : v;
+        // A byte or half-word store leaves the rest of the slot as it was:
+        // STL [R1], secret; STL.U16 [R1], public; LDL [R1] is still secret.
+        t = (ins.guarded || sm.local_partial) ? join1(t, v) : v;
       }
     } else {
       for (int w = 0; w <= c.n_slots; ++w) s.taint[kRegs + w] = join1(s.taint[kRegs + w], v);
     }
+  }
+
+  // ---- generic stores that may land in the stack: once the kernel makes
+  // a stack address generic, ST / ATOM / RED through any pointer may write a
+  // stack slot, and a later LDL [R1+imm] of that slot must see the value.
+  if (sm.generic_store && c.stack_escapes) {
+    uint32_t d = taint_of(sm.uses, nullptr);
+    uint32_t v = join1(d ? self : 0, g ? self : 0);
+    if (findings && v && !c.cause[i]) c.cause[i] = d ? d : g;
+    if (v)
+      for (int w = 0; w <= c.n_slots; ++w) s.taint[kRegs + w] = join1(s.taint[kRegs + w], v);
   }
 
   // ---- register writes
@@ -357,11 +381,29 @@ const char* rule_name(char rule) {
   return "?";
 }
 
+// True when ins turns a stack address into a generic one: it reads the
+// stack pointer R1 as a value (not as [R1+imm], and not to move it), or the
+// local-memory window base cvta.local adds (c[0x0][0x20] / c[0x0][0x24]
+// below sm_100). Conservative: any such use counts, whatever follows.
+static bool makes_stack_generic(const Instruction& ins, const Semantics& sm, int arch) {
+  int64_t delta = 0;
+  if (!stack_adjustment(ins, delta))
+    for (auto& r : sm.uses)
+      if (r.file == RegFile::R && r.index <= 1 && r.index + r.width > 1) return true;
+  for (auto& o : ins.ops) {
+    if (o.kind == OperandKind::Constant && o.const_bank == 0 && !o.const_indexed && arch < 100 &&
+        (o.const_offset == 0x20 || o.const_offset == 0x24))
+      return true;
+    if (o.kind == OperandKind::Special && o.text.find("LWIN") != std::string::npos) return true;
+  }
+  return ins.base == "GETLMEMBASE";
+}
+
 int64_t param_base(int sm) { return sm >= 100 ? 0x380 : sm >= 90 ? 0x210 : 0x160; }
 int64_t stack_pointer_offset(int sm) { return sm >= 100 ? 0x37c : 0x28; }
 
 KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers& pub) {
-  Ctx c{k, m, {}, {}, stack_pointer_offset(m.sm), 0, 0, {}};
+  Ctx c{k, m, {}, {}, stack_pointer_offset(m.sm), 0, 0, false, {}, {}};
   const size_t n = k.code.size();
   KernelReport rep;
   rep.name = k.name;
@@ -374,6 +416,7 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
   int64_t max_local = 0;
   for (auto& ins : k.code) {
     c.sem.push_back(semantics_of(ins));
+    c.stack_escapes = c.stack_escapes || makes_stack_generic(ins, c.sem.back(), m.sm);
     if (ins.base == "LDL" || ins.base == "STL")
       for (auto& o : ins.ops)
         if (o.kind == OperandKind::Memory) max_local = std::max(max_local, o.mem_imm + 16);
@@ -396,6 +439,21 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
     }
     return it->second;
   };
+  // Calls whose callee is not code of this kernel: CALL.ABS (nvcc's calls
+  // to vprintf, malloc, free go through an absolute address in constant
+  // bank 4) or a symbol defined elsewhere (-rdc). What they run, and for how
+  // long, is not in the audited SASS: rule d. Their only successor here is
+  // the return. (CALL.REL through a register, a function pointer, is an
+  // offset into this kernel's code: it may enter any of its subroutines.)
+  c.external.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const Semantics& sm = c.sem[i];
+    if (sm.control != Control::Call) continue;
+    bool abs = false;
+    for (auto& md : k.code[i].mods) abs = abs || md == "ABS";
+    c.external[i] = abs || (!sm.target.empty() && !function_names.count(sm.target) && !k.labels.count(sm.target) &&
+                            sm.target != k.name);
+  }
   std::map<size_t, std::vector<size_t>> return_sites;  // function index -> sites
   for (size_t i = 0; i < n; ++i)
     if (c.sem[i].control == Control::Call && function_names.count(c.sem[i].target) && i + 1 < n)
@@ -419,14 +477,16 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
         fall();
         break;
       case Control::Call:
-        if (!sm.target.empty() && function_names.count(sm.target)) {
+        if (function_names.count(sm.target)) {
           succ[i].push_back(target_index(sm.target));
           if (conditional) fall();
-        } else if (!sm.target.empty()) {
-          succ[i].push_back(target_index(sm.target));  // CALL.REL.NOINC to a label: a jump
+        } else if (c.external[i]) {
+          fall();
+        } else if (sm.target.empty()) {
+          for (auto& f : k.functions) succ[i].push_back(f.first);  // a function pointer
           fall();
         } else {
-          for (auto& f : k.functions) succ[i].push_back(f.first);
+          succ[i].push_back(target_index(sm.target));  // CALL.REL.NOINC to a label: a jump
           fall();
         }
         break;

@@ -7,10 +7,12 @@
 //   (c) side-effect: any other instruction with effects beyond registers
 //                   under a secret guard;
 //   (d) variable-time: a call into a variable-time routine (IEEE division /
-//                   square-root slow paths), whatever its guard.
-// Public: kernel parameters and driver constants (constant bank), special
-// registers, immediates. Secret: every value loaded from memory, unless the
-// address derives from a pointer parameter declared public for the kernel.
+//                   square-root slow paths) or into a routine outside the
+//                   kernel (CALL.ABS: vprintf, malloc, free), whatever its guard.
+// Public: kernel parameters and driver / compiler constants (constant banks
+// 0, 2, 4), special registers, immediates. Secret: every value loaded from
+// memory, user __constant__ data (bank 3) included, unless the address
+// derives from a pointer parameter declared public for the kernel.
 #pragma once
 
 #include <cstdint>

@@ -31,10 +31,10 @@ const Set kRegisterOnly = {
 
 // Memory reads whose result is data (secret unless the address is a
 // declared public pointer).
-const Set kLoads = {"LD", "LDG", "LDS", "LDSM", "ATOM", "ATOMG", "ATOMS", "TLD", "TEX", "TLD4",
-                    "TXD", "TXQ", "SULD", "SUATOM", "LDTRAM", "LDT"};
+// Texture and surface instructions are in isa_image.cpp.
+const Set kLoads = {"LD", "LDG", "LDS", "LDSM", "ATOM", "ATOMG", "ATOMS", "LDTRAM", "LDT"};
 // Memory writes (and reductions without a result).
-const Set kStores = {"ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "REDS", "SUST", "SURED"};
+const Set kStores = {"ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "REDS"};
 // Asynchronous copies, TMA, mbarrier and cache operations: every register
 // operand is an address, a coordinate, a size or a count and must be public.
 const Set kAsync = {"LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UTMACCTL", "UTMAREDG", "UBLKCP",
@@ -49,7 +49,11 @@ const Set kPublicResult = {"S2R", "S2UR", "CS2R", "ELECT", "LEPC", "SYNCS", "GET
 const Set kTwoPredDefs = {"ISETP", "UISETP", "FSETP", "UFSETP", "DSETP", "HSETP2", "PLOP3",
                           "UPLOP3", "PSETP", "CSETP"};
 // Opcodes that write a register right after a leading predicate result.
-const Set kRegAfterPred = {"LOP3", "ULOP3", "SHFL", "ATOM", "ATOMG", "ATOMS", "ELECT", "MATCH"};
+// R2UR P0, UR6, R2 (sm_90's waterfall loops: P0 says whether R2 was uniform)
+// writes UR6 too; without it here UR6 kept its old taint.
+const Set kRegAfterPred = {"LOP3", "ULOP3", "SHFL", "ATOM", "ATOMG", "ATOMS", "ELECT", "MATCH", "R2UR"};
+// Opcodes whose operands after the leading predicate result are all sources.
+const Set kPredThenSources = {"FCHK"};
 // Opcodes with carry-out predicates directly after the register result.
 const Set kCarryOut = {"IADD3", "UIADD3", "LEA", "ULEA", "IADD", "UIADD", "IMAD", "UIMAD"};
 
@@ -71,8 +75,46 @@ uint8_t access_regs(const Instruction& ins) {
   return 1;
 }
 
-uint8_t type_regs(const std::string& m) {
-  return (m == "F64" || m == "S64" || m == "U64") ? 2 : 1;
+// Conversions: the register widths of the result and of the source. The
+// type modifiers are not "destination, then source": nvdisasm prints the
+// float type of I2F and the integer type of F2I first and omits 32-bit
+// defaults, so I2F.S64 is f32 <- s64 (reads a pair, writes one register)
+// and F2I.F64 is s32 <- f64. F2F / I2I / FRND list destination then source;
+// with one type it is both (FRND.F64).
+struct ConvWidths {
+  uint8_t dst = 1, src = 1;
+};
+
+bool is_conversion(const std::string& b) {
+  return b == "I2F" || b == "F2I" || b == "F2F" || b == "I2I" || b == "FRND" || b == "UI2F" || b == "UF2I" ||
+         b == "UF2F" || b == "UFRND";
+}
+
+ConvWidths conversion_widths(const Instruction& ins) {
+  auto is_type = [](const std::string& m) {
+    return m.size() >= 2 && (m[0] == 'F' || m[0] == 'S' || m[0] == 'U') &&
+           std::all_of(m.begin() + 1, m.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  };
+  auto regs = [](const std::string& m) -> uint8_t { return m.size() >= 3 && m.substr(m.size() - 2) == "64" ? 2 : 1; };
+  std::vector<std::string> fl, in, all;
+  for (auto& m : ins.mods)
+    if (is_type(m)) {
+      all.push_back(m);
+      (m[0] == 'F' ? fl : in).push_back(m);
+    }
+  ConvWidths w;
+  const std::string& b = ins.base;
+  if (b == "I2F" || b == "UI2F") {
+    if (!fl.empty()) w.dst = regs(fl[0]);
+    if (!in.empty()) w.src = regs(in[0]);
+  } else if (b == "F2I" || b == "UF2I") {
+    if (!in.empty()) w.dst = regs(in[0]);
+    if (!fl.empty()) w.src = regs(fl[0]);
+  } else if (!all.empty()) {
+    w.dst = regs(all[0]);
+    w.src = regs(all.size() > 1 ? all[1] : all[0]);
+  }
+  return w;
 }
 
 // Width of the register result.
@@ -103,11 +145,7 @@ uint8_t def_width(const Instruction& ins) {
   if (has_mod(ins, "64")) return 2;
   if (b == "DADD" || b == "DMUL" || b == "DFMA" || b == "DMNMX" || b == "LEPC") return 2;
   if (b == "CS2R") return has_mod(ins, "32") ? 1 : 2;
-  if (b == "F2F" || b == "I2F" || b == "F2I" || b == "I2I") {
-    for (auto& m : ins.mods)
-      if (m.size() >= 3 && (m[0] == 'F' || m[0] == 'S' || m[0] == 'U') && std::isdigit(static_cast<unsigned char>(m[1])))
-        return type_regs(m);  // first type is the destination's
-  }
+  if (is_conversion(b)) return conversion_widths(ins).dst;
   return 1;
 }
 
@@ -125,12 +163,7 @@ uint8_t src_width(const Instruction& ins, size_t pos, size_t first_src) {
   if (has_mod(ins, "WIDE")) return pos - first_src == 2 ? 2 : 1;
   if (has_mod(ins, "64") || has_mod(ins, "128")) return has_mod(ins, "128") ? 4 : 2;
   if (b == "DADD" || b == "DMUL" || b == "DFMA" || b == "DMNMX" || b == "DSETP") return 2;
-  if (b == "F2F" || b == "I2F" || b == "F2I" || b == "I2I") {
-    int seen = 0;
-    for (auto& m : ins.mods)
-      if (m.size() >= 3 && (m[0] == 'F' || m[0] == 'S' || m[0] == 'U') && std::isdigit(static_cast<unsigned char>(m[1])))
-        if (++seen == 2) return type_regs(m);
-  }
+  if (is_conversion(b)) return conversion_widths(ins).src;
   return 1;
 }
 
@@ -144,8 +177,8 @@ Control control_of(const std::string& b) {
       b == "YIELD" || b == "NANOSLEEP" || b == "RTT" || b == "BAR" || b == "UCGABAR_ARV" ||
       b == "UCGABAR_WAIT" || b == "MEMBAR" || b == "ERRBAR" || b == "DEPBAR" ||
       b == "WARPGROUP" || b == "USETMAXREG" || b == "SETMAXREG" || b == "ACQBULK" ||
-      b == "PMTRIG" || b == "CCTL")
-    return Control::Other;
+      b == "PMTRIG")
+    return Control::Other;  // (CCTL, a cache operation at an address, is memory: rule b)
   return Control::None;
 }
 
@@ -186,6 +219,7 @@ Semantics semantics_of(const Instruction& ins) {
   const auto& ops = ins.ops;
   const size_t n = ops.size();
   s.control = control_of(b);
+  if (image_semantics(ins, s)) return s;
   // BPT.TRAP aborts the kernel (PTX trap): no successor, like EXIT. Other
   // BPT forms (BPT.INT, PTX brkpt) may resume and fall through.
   if (b == "BPT" && has_mod(ins, "TRAP")) s.control = Control::Exit;
@@ -198,9 +232,21 @@ Semantics semantics_of(const Instruction& ins) {
   for (auto& o : ops)
     if (o.kind == OperandKind::Memory || (o.kind == OperandKind::Constant && o.const_indexed))
       s.memory = true;
+  // Constant banks: 0 holds the parameters and driver constants, 2 and 4
+  // compiler-made constants and relocated addresses (e.g. vprintf's): all
+  // public. Bank 3 is user __constant__ memory (nvcc 13, sm_80 and sm_90a):
+  // data the host wrote, as secret as global memory. Any other bank, or one
+  // chosen by a register (cx[URx]), is unknown: secret.
+  for (auto& o : ops)
+    if (o.kind == OperandKind::Constant &&
+        (o.text.find("cx[") != std::string::npos || (o.const_bank != 0 && o.const_bank != 2 && o.const_bank != 4)))
+      s.secret_const = true;
   s.register_only = !s.memory && s.control == Control::None && kRegisterOnly.count(b);
   s.store_local = b == "STL";
+  s.generic_store = b == "ST" || b == "ATOM" || b == "RED";
   if (b == "LDL" || b == "STL") s.local_bytes = 4 * access_regs(ins);
+  s.local_partial = b == "STL" && (has_mod(ins, "U8") || has_mod(ins, "S8") || has_mod(ins, "U16") ||
+                                   has_mod(ins, "S16"));
 
   // Control transfers: predicate operands are conditions, register operands
   // (BRX/JMX/RET targets, WARPSYNC masks, barrier ids and counts, sleep
@@ -257,6 +303,14 @@ Semantics semantics_of(const Instruction& ins) {
       is_def[i++] = true;
       if (kCarryOut.count(b))
         while (i < n && is_pred(ops[i])) is_def[i++] = true;
+    } else if (lead_pred && i < n && is_gpr(ops[i]) && !kTwoPredDefs.count(b) && !kPredThenSources.count(b) &&
+               !kStores.count(b) && !kAsync.count(b) && !kLoads.count(b) && b != "LDL") {
+      // An opcode in neither table with a predicate result, then a register:
+      // the register may be a second result. Read it as a source and also
+      // write it weakly (joined with its old value): that can only add taint.
+      RegRef r = ops[i].regs[0];
+      s.defs.push_back(r);
+      s.weak_defs = true;
     }
     first_src = i;
   }

@@ -47,12 +47,21 @@ struct Semantics {
   bool memory = false;             // touches memory (rule b applies)
   bool register_only = false;      // no effect beyond its registers (rule c exempt)
   bool store_local = false;        // STL
+  bool secret_const = false;       // reads constant data the host wrote (bank 3:
+                                   // user __constant__), which is secret
+  bool generic_store = false;      // ST / ATOM / RED: a generic address, which
+                                   // may point into the thread's stack
   std::string target;              // Branch / Call: label or symbol
   std::vector<RegRef> store_data;  // STL: registers stored
   int local_bytes = 4;             // LDL/STL access size
+  bool local_partial = false;      // STL.U8 / .U16: writes part of a 4-byte slot
 };
 
 Semantics semantics_of(const Instruction& ins);
+
+// Texture and surface instructions (isa_image.cpp): fills s and returns true
+// when ins is one, else returns false and leaves s alone.
+bool image_semantics(const Instruction& ins, Semantics& s);
 
 // True when a CALL's callee is a variable-time library routine: the IEEE
 // division / reciprocal / square-root slow paths nvcc emits out of line.

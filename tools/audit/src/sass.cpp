@@ -186,8 +186,12 @@ Operand parse_operand(const std::string& raw) {
       throw std::runtime_error("unreadable memory operand: " + raw);
     int64_t ignored = 0;
     scan_bracket(first, op.desc_regs, ignored);
-    // gdesc[URx] names a pair of 64-bit wgmma descriptors (A and B).
+    // gdesc[URx] names a pair of 64-bit wgmma descriptors (A and B);
+    // desc[URx] one 64-bit memory descriptor, URx:URx+1, whose upper half
+    // holds the L2 cache policy (createpolicy): a secret there changes what
+    // the cache keeps just as a secret address does.
     if (starts_with(s, "gdesc[")) for (auto& r : op.desc_regs) r.width = 4;
+    if (starts_with(s, "desc[")) for (auto& r : op.desc_regs) r.width = 2;
     if (has_second) scan_bracket(second, op.regs, op.mem_imm);
     return op;
   }

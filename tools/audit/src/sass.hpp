@@ -42,7 +42,7 @@ struct Operand {
   OperandKind kind = OperandKind::Other;
   bool negated = false;          // !P0
   std::vector<RegRef> regs;      // registers the operand names
-  std::vector<RegRef> desc_regs; // desc[URx] / gdesc[URx] descriptor registers
+  std::vector<RegRef> desc_regs; // desc[URx] (URx:URx+1) / gdesc[URx] (4 registers) descriptors
   int const_bank = -1;           // Constant: bank
   int64_t const_offset = -1;     // Constant: immediate offset (or imm part)
   bool const_indexed = false;    // Constant: indexed by a register

@@ -48,6 +48,7 @@ TEST(AuditParse, Operands) {
   EXPECT_EQ(m.mem_imm, 0x10);
   ASSERT_EQ(m.desc_regs.size(), 1u);
   EXPECT_EQ(m.desc_regs[0].file, RegFile::UR);
+  EXPECT_EQ(m.desc_regs[0].width, 2);  // UR4:UR5, the upper half the cache policy
 
   Operand c = parse_operand("c[0x0][0x28]");
   EXPECT_EQ(c.kind, OperandKind::Constant);
@@ -250,6 +251,16 @@ TEST(AuditAnalysis, StackSpillsKeepTheirTaint) {
   EXPECT_EQ(audit(frame + "        /*0060*/                   STL [R1+0x8], R0 ;\n" + reload).findings.size(), 1u);
   // A slot never written reads as secret (uninitialised local memory).
   EXPECT_EQ(audit(frame + "        /*0060*/                   STL [R1+0xc], R5 ;\n" + reload).findings.size(), 1u);
+  // sm_90 moves the stack pointer with a 32-bit VIADD: 0xffffffe0 is -0x20.
+  const std::string viadd = std::string(kLoadSecret) +
+                            "        /*0058*/                   VIADD R1, R1, 0xffffffe0 ;\n";
+  EXPECT_TRUE(audit(viadd + "        /*0060*/                   STL [R1+0x8], R5 ;\n" + reload).findings.empty());
+  EXPECT_EQ(audit(viadd + "        /*0060*/                   STL [R1+0x8], R0 ;\n" + reload).findings.size(), 1u);
+  // A half-word store over a secret slot leaves half of the secret there;
+  // a full-word store replaces it.
+  const std::string secret_slot = frame + "        /*0060*/                   STL [R1+0x8], R0 ;\n";
+  EXPECT_EQ(audit(secret_slot + "        /*0068*/                   STL.U16 [R1+0x8], R5 ;\n" + reload).findings.size(), 1u);
+  EXPECT_TRUE(audit(secret_slot + "        /*0068*/                   STL [R1+0x8], R5 ;\n" + reload).findings.empty());
 }
 
 TEST(AuditAnalysis, SubroutinesAndVariableTimeCalls) {
@@ -301,4 +312,271 @@ TEST(AuditAnalysis, DeclaredPublicPointer) {
   EXPECT_EQ(audit(body, "", wrong).findings.size(), 1u);
   PublicPointers lens{{0x8}};
   EXPECT_TRUE(audit(body, "", lens).findings.empty());
+}
+
+// Texture fetches: two destinations (the first may be RZ), then coordinates,
+// LOD / gradients and the handle, all addresses. The generic table took RZ
+// as the only destination and the coordinates as data.
+TEST(AuditSemantics, TextureOperands) {
+  auto s = semantics_of(parse_instruction("TEX.LL RZ, R7, R6, R2, UR4, 0x0, 2D, 0x1"));
+  EXPECT_EQ(s.source, Source::Load);
+  EXPECT_TRUE(s.memory);
+  EXPECT_FALSE(s.register_only);
+  ASSERT_EQ(s.defs.size(), 2u);
+  EXPECT_EQ(s.defs[1].index, 7);  // the texel
+  EXPECT_EQ(s.defs[1].width, 1);  // mask 0x1: one component
+  ASSERT_EQ(s.addr.size(), 3u);   // coordinates R6:R7, LOD R2, handle UR4:UR5
+  EXPECT_EQ(s.addr[0].width, 2);
+  EXPECT_EQ(s.addr[2].file, RegFile::UR);
+  EXPECT_EQ(s.addr[2].width, 2);
+  EXPECT_TRUE(s.uses.empty());
+  s = semantics_of(parse_instruction("TLD4.R R8, R6, R6, UR4, 0x0, 2D"));
+  ASSERT_EQ(s.defs.size(), 2u);  // R8:R9 and R6:R7, four components
+  EXPECT_EQ(s.defs[0].width + s.defs[1].width, 4);
+  s = semantics_of(parse_instruction("TLD.SCR.B.LZ RZ, R7, R9, R4, 1D, 0x1"));  // sm_80: handle in R4
+  ASSERT_EQ(s.addr.size(), 2u);
+  EXPECT_EQ(s.addr[1].index, 4);
+}
+
+TEST(AuditAnalysis, TextureCoordinateAndTexel) {
+  const std::string pre = std::string(kLoadSecret) + "        /*0060*/                   ULDC UR6, c[0x0][0x218] ;\n";
+  // tex1Dfetch at the secret R0 (rule b) vs at the thread id R5 (clean).
+  const std::string fetch_secret = "        /*0070*/                   TLD.LZ RZ, R9, R0, UR6, 0x0, 1D, 0x1 ;\n";
+  const std::string fetch_public = "        /*0070*/                   TLD.LZ RZ, R9, R5, UR6, 0x0, 1D, 0x1 ;\n";
+  const std::string store = "        /*0080*/                   STG.E desc[UR4][R2.64], R9 ;\n"
+                            "        /*0090*/                   EXIT ;\n";
+  KernelReport r = audit(pre + fetch_secret + store);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x70u);
+  EXPECT_TRUE(audit(pre + fetch_public + store).findings.empty());
+  // The texel is secret: branching on it is rule a (the texel of a fetch at
+  // a public coordinate; its twin branches on the coordinate itself).
+  const std::string branch = "        /*0080*/                   FSETP.GT.AND P0, PT, R9, RZ, PT ;\n"
+                             "        /*0090*/               @P0 EXIT ;\n"
+                             "        /*00a0*/                   EXIT ;\n";
+  KernelReport t = audit(pre + fetch_public + branch);
+  ASSERT_EQ(t.findings.size(), 1u);
+  EXPECT_EQ(t.findings[0].rule, 'a');
+  std::string on_coord = branch;
+  on_coord.replace(on_coord.find("R9, RZ"), 2, "R5");
+  EXPECT_TRUE(audit(pre + fetch_public + on_coord).findings.empty());
+}
+
+// Surfaces: the bracket's first register names the coordinate group (.2D:
+// two registers), the handle follows the data (a UR, or an R on sm_80's .B
+// forms), and SULD's result is secret.
+TEST(AuditSemantics, SurfaceOperands) {
+  auto s = semantics_of(parse_instruction("SULD.D.BA.2D.STRONG.SM.TRAP R7, [R6], UR6, 0x0"));
+  EXPECT_EQ(s.source, Source::Load);
+  ASSERT_EQ(s.defs.size(), 1u);
+  EXPECT_EQ(s.defs[0].index, 7);
+  ASSERT_EQ(s.addr.size(), 2u);
+  EXPECT_EQ(s.addr[0].width, 2);  // x in R6, y in R7
+  EXPECT_EQ(s.addr[1].file, RegFile::UR);
+  s = semantics_of(parse_instruction("SUST.D.BA.1D.STRONG.SM.TRAP [R5], R0, R2"));
+  EXPECT_TRUE(s.defs.empty());
+  ASSERT_EQ(s.uses.size(), 1u);  // the data
+  EXPECT_EQ(s.uses[0].index, 0);
+  ASSERT_EQ(s.addr.size(), 2u);  // coordinate R5, handle R2
+  EXPECT_EQ(s.addr[1].index, 2);
+  s = semantics_of(parse_instruction("SUST.D.BA.3D.128.STRONG.SM.TRAP [R4], R8, UR6, 0x0"));
+  EXPECT_EQ(s.uses.at(0).width, 4);
+  EXPECT_EQ(s.addr.at(0).width, 3);
+  // A bracket printed as a register list names every register in it.
+  Operand m = parse_operand("[R2, R3]");
+  ASSERT_EQ(m.regs.size(), 2u);
+  EXPECT_EQ(m.regs[1].index, 3);
+}
+
+TEST(AuditAnalysis, SurfaceSecondCoordinate) {
+  // y (R7) is the secret; x (R6) is the thread id.
+  auto body = [](const char* y) {
+    return std::string(kLoadSecret) + "        /*0060*/                   ULDC UR6, c[0x0][0x218] ;\n" +
+           "        /*0070*/                   SHF.L.U32 R6, R5, 0x2, RZ ;\n" +
+           "        /*0080*/                   MOV R7, " + y + " ;\n" +
+           "        /*0090*/                   SULD.D.BA.2D.STRONG.SM.TRAP R9, [R6], UR6, 0x0 ;\n" +
+           "        /*00a0*/                   STG.E desc[UR4][R2.64], R9 ;\n" +
+           "        /*00b0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x90u);
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
+}
+
+// desc[UR6] is the 64-bit pair UR6:UR7; createpolicy's result lands in UR7.
+TEST(AuditAnalysis, DescriptorUpperHalf) {
+  auto body = [](const char* upper) {
+    return std::string(kLoadSecret) + "        /*0060*/                   UMOV UR6, URZ ;\n" +
+           "        /*0070*/                   R2UR UR7, " + upper + " ;\n" +
+           "        /*0080*/                   LDG.E R9, desc[UR6][R2.64] ;\n" +
+           "        /*0090*/                   STG.E desc[UR4][R2.64], R9 ;\n" +
+           "        /*00a0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x80u);
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
+}
+
+// Conversion widths follow the opcode's type kinds, not the order of the
+// modifiers: I2F.S64 is f32 <- s64, F2I.F64 is s32 <- f64.
+TEST(AuditSemantics, ConversionWidths) {
+  struct Case { const char* text; int dst, src; };
+  for (const Case& c : {Case{"I2F.S64 R23, R10", 1, 2}, Case{"I2F.U64 R15, R14", 1, 2},
+                        Case{"I2F.F64.S64 R18, R18", 2, 2}, Case{"I2F.F64 R20, R20", 2, 1},
+                        Case{"I2F.F64.U32 R8, R8", 2, 1}, Case{"F2I.F64.TRUNC R23, R22", 1, 2},
+                        Case{"F2I.U32.F64.TRUNC R25, R24", 1, 2}, Case{"F2I.S64.F64.TRUNC R28, R28", 2, 2},
+                        Case{"F2I.S64.TRUNC R20, R20", 2, 1}, Case{"F2I.FTZ.U32.TRUNC.NTZ R3, R2", 1, 1},
+                        Case{"F2F.F64.F32 R24, R24", 2, 1}, Case{"F2F.F32.F64 R29, R12", 1, 2},
+                        Case{"FRND.F64.TRUNC R4, R2", 2, 2}, Case{"I2F.RP R4, R2", 1, 1}}) {
+    auto s = semantics_of(parse_instruction(c.text));
+    ASSERT_EQ(s.defs.size(), 1u) << c.text;
+    EXPECT_EQ(s.defs[0].width, c.dst) << c.text;
+    ASSERT_EQ(s.uses.size(), 1u) << c.text;
+    EXPECT_EQ(s.uses[0].width, c.src) << c.text;
+  }
+}
+
+TEST(AuditAnalysis, ConversionReadsTheHighWord) {
+  // R6 = thread id (public), R7 = secret; I2F.S64 reads both.
+  auto body = [](const char* hi) {
+    return std::string(kLoadSecret) + "        /*0060*/                   MOV R6, R5 ;\n" +
+           "        /*0070*/                   MOV R7, " + hi + " ;\n" +
+           "        /*0080*/                   I2F.S64 R8, R6 ;\n" +
+           "        /*0090*/                   F2I.TRUNC.NTZ R9, R8 ;\n" +
+           "        /*00a0*/                   LDS R10, [R9] ;\n" +
+           "        /*00b0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_TRUE(audit(body("RZ")).findings.empty());
+}
+
+// Once a stack address is made generic (R1 + the local window base), a
+// generic ST may write any stack slot; without that, ST cannot reach it.
+TEST(AuditAnalysis, GenericStoreMayWriteTheStack) {
+  auto body = [](bool escapes, const char* data) {
+    return std::string(kLoadSecret) + "        /*0058*/                   IADD3 R1, R1, -0x20, RZ ;\n" +
+           "        /*0060*/                   STL [R1+0x8], R5 ;\n" +
+           (escapes ? "        /*0064*/                   IADD3 R12, R1, c[0x0][0x20], RZ ;\n" : "") +
+           "        /*0068*/                   LDC.64 R8, c[0x0][0x218] ;\n" +
+           "        /*0070*/                   ST.E desc[UR4][R8.64], " + data + " ;\n" +
+           "        /*0080*/                   LDL R6, [R1+0x8] ;\n" +
+           "        /*0090*/                   LDS R7, [R6] ;\n" +
+           "        /*00a0*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body(true, "R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_EQ(r.findings[0].offset, 0x90u);
+  ASSERT_FALSE(r.findings[0].chain.empty());
+  EXPECT_EQ(r.findings[0].chain[0].offset, 0x50u);  // from the LDG, through the ST
+  EXPECT_TRUE(audit(body(true, "R5")).findings.empty());   // a public value stored
+  EXPECT_TRUE(audit(body(false, "R0")).findings.empty());  // no stack address escapes
+}
+
+// Constant bank 3 is user __constant__ data: secret. Bank 0 (parameters)
+// and banks 2 / 4 (compiler constants, relocated addresses) are public.
+TEST(AuditAnalysis, ConstantBank3IsSecret) {
+  auto branch = [](const char* bank) {
+    return std::string("        /*0000*/                   LDC R1, c[0x0][0x28] ;\n") +
+           "        /*0010*/                   ISETP.GE.AND P0, PT, RZ, c[" + bank + "][0x10], PT ;\n" +
+           "        /*0020*/               @P0 EXIT ;\n" +
+           "        /*0030*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(branch("0x3"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'a');
+  ASSERT_EQ(r.findings[0].chain.size(), 1u);  // the ISETP that read bank 3
+  EXPECT_EQ(r.findings[0].chain[0].offset, 0x10u);
+  for (const char* pub : {"0x0", "0x2", "0x4"}) EXPECT_TRUE(audit(branch(pub)).findings.empty()) << pub;
+  // LDC at a public index: the value is secret in bank 3 only.
+  auto table = [](const char* bank) {
+    return std::string("        /*0000*/                   S2R R5, SR_TID.X ;\n") +
+           "        /*0010*/                   LDC R6, c[" + bank + "][R5] ;\n" +
+           "        /*0020*/                   LDS R7, [R6] ;\n" +
+           "        /*0030*/                   EXIT ;\n";
+  };
+  EXPECT_EQ(audit(table("0x3")).findings.size(), 1u);
+  EXPECT_TRUE(audit(table("0x0")).findings.empty());
+}
+
+// A CALL whose callee is not code of the kernel (CALL.ABS through a register,
+// as nvcc calls vprintf / malloc, or a symbol defined elsewhere) is rule d;
+// a call to a subroutine of the kernel is not.
+TEST(AuditAnalysis, ExternalCallsAreVariableTime) {
+  const std::string pre = "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+                          "        /*0010*/                   LDC.64 R2, c[0x4][0x18] ;\n"
+                          "        /*0020*/                   LEPC R20, `(.L_x_1) ;\n";
+  const std::string post = ".L_x_1:\n"
+                           "        /*0040*/                   EXIT ;\n";
+  KernelReport abs = audit(pre + "        /*0030*/                   CALL.ABS.NOINC R2 ;\n" + post);
+  ASSERT_EQ(abs.findings.size(), 1u);
+  EXPECT_EQ(abs.findings[0].rule, 'd');
+  KernelReport sym = audit(pre + "        /*0030*/                   CALL.REL.NOINC `(vprintf) ;\n" + post);
+  ASSERT_EQ(sym.findings.size(), 1u);
+  EXPECT_EQ(sym.findings[0].rule, 'd');
+  const std::string sub = "        .type           helper,@function\n"
+                          "helper:\n"
+                          "        /*0050*/                   RET.REL.NODEC R20 `(k) ;\n";
+  EXPECT_TRUE(audit(pre + "        /*0030*/                   CALL.REL.NOINC `(helper) ;\n" + post, sub).findings.empty());
+  // A function pointer (CALL.REL through a register, an offset into the
+  // kernel's code) may enter any subroutine: not external; a secret pointer
+  // is a secret control operand.
+  const std::string fp = "        /*0030*/                   CALL.REL.NOINC R8 `(k) ;\n";
+  const std::string fp_pub = pre + "        /*0028*/                   S2R R8, SR_TID.X ;\n" + fp + post;
+  EXPECT_TRUE(audit(fp_pub, sub).findings.empty());
+  KernelReport fp_secret = audit(std::string(kLoadSecret) + "        /*0058*/                   MOV R8, R0 ;\n" +
+                                     "        /*005c*/                   LEPC R20, `(.L_x_1) ;\n" + fp + post,
+                                 sub);
+  ASSERT_EQ(fp_secret.findings.size(), 1u);
+  EXPECT_EQ(fp_secret.findings[0].rule, 'a');
+}
+
+// R2UR P0, UR6, R2 writes UR6 as well as P0; an opcode in no table with a
+// predicate result then a register writes that register weakly.
+TEST(AuditAnalysis, PredicateFirstResults) {
+  auto s = semantics_of(parse_instruction("@P1 R2UR P0, UR6, R2"));
+  ASSERT_EQ(s.defs.size(), 2u);
+  EXPECT_EQ(s.defs[1].file, RegFile::UR);
+  EXPECT_EQ(s.defs[1].index, 6);
+  s = semantics_of(parse_instruction("FCHK P0, R2, R3"));  // all sources after P0
+  EXPECT_EQ(s.defs.size(), 1u);
+  s = semantics_of(parse_instruction("NEWOP P0, R4, R2"));  // unknown: R4 read and weakly written
+  EXPECT_TRUE(s.weak_defs);
+  ASSERT_EQ(s.defs.size(), 2u);
+  bool r4 = false;
+  for (auto& d : s.defs) r4 = r4 || (d.file == RegFile::R && d.index == 4);
+  EXPECT_TRUE(r4);
+  EXPECT_EQ(s.uses.size(), 2u);  // R4 and R2
+  auto body = [](const char* src) {
+    return std::string(kLoadSecret) + "        /*0060*/                   R2UR P0, UR6, " + src + " ;\n" +
+           "        /*0070*/                   LDS R7, [UR6] ;\n" +
+           "        /*0080*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
+}
+
+// CCTL (prefetch, discard, applypriority) is a memory operation, not control.
+TEST(AuditAnalysis, CacheControlIsMemory) {
+  auto s = semantics_of(parse_instruction("CCTL.E.PF2 [R4]"));
+  EXPECT_EQ(s.control, Control::None);
+  EXPECT_TRUE(s.memory);
+  auto body = [](const char* addr) {
+    return std::string(kLoadSecret) + "        /*0060*/                   IMAD.WIDE R8, " + addr + ", 0x4, R2 ;\n" +
+           "        /*0070*/                   CCTL.E.PF2 [R8] ;\n" +
+           "        /*0080*/                   EXIT ;\n";
+  };
+  KernelReport r = audit(body("R0"));
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].rule, 'b');
+  EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
