@@ -4,6 +4,8 @@
 // that passes because nothing is ever flagged (or everything is) fails.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "analysis.hpp"
 #include "isa.hpp"
 #include "sass.hpp"
@@ -25,6 +27,19 @@ KernelReport audit(const std::string& body, const std::string& extra = "", Publi
   Module m = parse_nvdisasm(listing(body, extra));
   EXPECT_EQ(m.kernels.size(), 1u);
   return audit_kernel(m.kernels.at(0), m, pub);
+}
+
+// Exactly one finding, of `rule`, at `offset` (any offset when negative).
+::testing::AssertionResult one_finding(const KernelReport& r, char rule, int64_t offset = -1) {
+  if (r.findings.size() != 1) return ::testing::AssertionFailure() << r.findings.size() << " findings, not 1";
+  const auto& f = r.findings[0];
+  if (f.rule != rule) return ::testing::AssertionFailure() << "rule " << f.rule << ", not " << rule;
+  if (offset >= 0 && static_cast<int64_t>(f.offset) != offset) {
+    std::ostringstream m;  // one stream: AssertionResult drops manipulators between insertions
+    m << std::hex << "offset 0x" << f.offset << ", not 0x" << offset;
+    return ::testing::AssertionFailure() << m.str();
+  }
+  return ::testing::AssertionSuccess();
 }
 
 // Thread id -> address of a[tid] in R2:R3; loads a secret x into R0.
@@ -346,9 +361,7 @@ TEST(AuditAnalysis, TextureCoordinateAndTexel) {
   const std::string store = "        /*0080*/                   STG.E desc[UR4][R2.64], R9 ;\n"
                             "        /*0090*/                   EXIT ;\n";
   KernelReport r = audit(pre + fetch_secret + store);
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'b');
-  EXPECT_EQ(r.findings[0].offset, 0x70u);
+  ASSERT_TRUE(one_finding(r, 'b', 0x70));
   EXPECT_TRUE(audit(pre + fetch_public + store).findings.empty());
   // The texel is secret: branching on it is rule a (the texel of a fetch at
   // a public coordinate; its twin branches on the coordinate itself).
@@ -400,9 +413,7 @@ TEST(AuditAnalysis, SurfaceSecondCoordinate) {
            "        /*00b0*/                   EXIT ;\n";
   };
   KernelReport r = audit(body("R0"));
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'b');
-  EXPECT_EQ(r.findings[0].offset, 0x90u);
+  ASSERT_TRUE(one_finding(r, 'b', 0x90));
   EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
 
@@ -416,9 +427,7 @@ TEST(AuditAnalysis, DescriptorUpperHalf) {
            "        /*00a0*/                   EXIT ;\n";
   };
   KernelReport r = audit(body("R0"));
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'b');
-  EXPECT_EQ(r.findings[0].offset, 0x80u);
+  ASSERT_TRUE(one_finding(r, 'b', 0x80));
   EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
 
@@ -452,8 +461,7 @@ TEST(AuditAnalysis, ConversionReadsTheHighWord) {
            "        /*00b0*/                   EXIT ;\n";
   };
   KernelReport r = audit(body("R0"));
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'b');
+  ASSERT_TRUE(one_finding(r, 'b'));
   EXPECT_TRUE(audit(body("RZ")).findings.empty());
 }
 
@@ -471,9 +479,7 @@ TEST(AuditAnalysis, GenericStoreMayWriteTheStack) {
            "        /*00a0*/                   EXIT ;\n";
   };
   KernelReport r = audit(body(true, "R0"));
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'b');
-  EXPECT_EQ(r.findings[0].offset, 0x90u);
+  ASSERT_TRUE(one_finding(r, 'b', 0x90));
   ASSERT_FALSE(r.findings[0].chain.empty());
   EXPECT_EQ(r.findings[0].chain[0].offset, 0x50u);  // from the LDG, through the ST
   EXPECT_TRUE(audit(body(true, "R5")).findings.empty());   // a public value stored
@@ -490,8 +496,7 @@ TEST(AuditAnalysis, ConstantBank3IsSecret) {
            "        /*0030*/                   EXIT ;\n";
   };
   KernelReport r = audit(branch("0x3"));
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'a');
+  ASSERT_TRUE(one_finding(r, 'a'));
   ASSERT_EQ(r.findings[0].chain.size(), 1u);  // the ISETP that read bank 3
   EXPECT_EQ(r.findings[0].chain[0].offset, 0x10u);
   for (const char* pub : {"0x0", "0x2", "0x4"}) EXPECT_TRUE(audit(branch(pub)).findings.empty()) << pub;
@@ -560,8 +565,7 @@ TEST(AuditAnalysis, PredicateFirstResults) {
            "        /*0080*/                   EXIT ;\n";
   };
   KernelReport r = audit(body("R0"));
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'b');
+  ASSERT_TRUE(one_finding(r, 'b'));
   EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
 
@@ -576,7 +580,6 @@ TEST(AuditAnalysis, CacheControlIsMemory) {
            "        /*0080*/                   EXIT ;\n";
   };
   KernelReport r = audit(body("R0"));
-  ASSERT_EQ(r.findings.size(), 1u);
-  EXPECT_EQ(r.findings[0].rule, 'b');
+  ASSERT_TRUE(one_finding(r, 'b'));
   EXPECT_TRUE(audit(body("R5")).findings.empty());
 }
