@@ -31,50 +31,29 @@ struct RowLimits {
 // Invisible scores become -inf (zero weight after exp2). HALVES = 1: only
 // the first row half holds query rows (the Hopper kernel's half-row tiles,
 // whose second half is never read), so only it is masked.
-// ColumnWords holds the visibility words (one per row and 16 column blocks)
-// apart from the selects, so that a caller can make them before its scores
-// land: they depend on the limits and the tile's column only.
 template <int MT, int NT, int HALVES = 2>
-struct ColumnWords {
-  static constexpr int kWords = (NT + 15) / 16;
-  uint32_t visible[MT][HALVES][kWords];
-
-  __device__ __forceinline__ void init(int32_t col0, const RowLimits<MT>& rows) {
-    const int32_t last_rel = rows.key_last - col0, diag_rel = rows.diag - col0;
+__device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0,
+                                            const RowLimits<MT>& rows) {
+  const int32_t last_rel = rows.key_last - col0, diag_rel = rows.diag - col0;
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int hh = 0; hh < HALVES; ++hh) {
-        // Visible iff (column offset) <= rel: compares against immediates.
-        const int32_t rel = ct::ct_min(last_rel, diag_rel + mt * 16 + hh * 8);
+    for (int hh = 0; hh < HALVES; ++hh) {
+      // Visible iff (column offset) <= rel: compares against immediates.
+      const int32_t rel = ct::ct_min(last_rel, diag_rel + mt * 16 + hh * 8);
+      // One visibility word per 16 column blocks (R2P + FSEL per element
+      // rather than a compare + FSEL: 1.1 instead of 2 instructions).
 #pragma unroll
-        for (int w = 0; w < kWords; ++w) visible[mt][hh][w] = ct::ct_column_mask(rel - 128 * w);
+      for (int w = 0; w < (NT + 15) / 16; ++w) {
+        const uint32_t visible = ct::ct_column_mask(rel - 128 * w);
+#pragma unroll
+        for (int nt = 16 * w; nt < NT && nt < 16 * w + 16; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            s[mt][nt][2 * hh + e] =
+                ct::ct_select_bit(visible, 2 * (nt - 16 * w) + e, s[mt][nt][2 * hh + e], -INFINITY);
       }
-  }
-
-  // One visibility word per 16 column blocks (R2P + FSEL per element rather
-  // than a compare + FSEL: 1.1 instead of 2 instructions).
-  __device__ __forceinline__ void apply(float (&s)[MT][NT][4]) const {
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int hh = 0; hh < HALVES; ++hh)
-#pragma unroll
-        for (int w = 0; w < kWords; ++w)
-#pragma unroll
-          for (int nt = 16 * w; nt < NT && nt < 16 * w + 16; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-              s[mt][nt][2 * hh + e] =
-                  ct::ct_select_bit(visible[mt][hh][w], 2 * (nt - 16 * w) + e, s[mt][nt][2 * hh + e], -INFINITY);
-  }
-};
-
-template <int MT, int NT, int HALVES = 2>
-__device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0, const RowLimits<MT>& rows) {
-  ColumnWords<MT, NT, HALVES> words;
-  words.init(col0, rows);
-  words.apply(s);
+    }
 }
 
 // Masks for the B fragments of V in one k-step of P*V: register b0 holds

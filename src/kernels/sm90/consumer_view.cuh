@@ -95,25 +95,6 @@ struct ConsumerView {
   __device__ __forceinline__ uint32_t parity(int32_t it) const { return ((kv0 + it) / S) & 1; }
 
   template <int NT>
-  using MaskWords = sm80::ColumnWords<1, NT, Traits::kHalfRows ? 1 : 2>;
-
-  // The visibility words of key tile n's mask from the tile's lengths
-  // (secret, re-read at a fixed address): arithmetic on the lengths and n
-  // only, so the secret-length loops make them before their S lands
-  // (mainloop.cuh, kEarlyMask) and only the selects follow the wait.
-  template <int NT>
-  __device__ __forceinline__ MaskWords<NT> mask_words(int32_t n) const {
-    static_assert(Traits::kHasLengths, "the dense kernels mask only where the public structure asks");
-    int32_t L_q, L_k;
-    asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(L_q), "=r"(L_k) : "r"(lens_addr));
-    sm80::RowLimits<1> rows;
-    rows.init(first_row, L_q, L_k, args.causal != 0);
-    MaskWords<NT> words;
-    words.init(n * Traits::kBlockN + 2 * (lane % 4), rows);
-    return words;
-  }
-
-  template <int NT>
   __device__ __forceinline__ void mask(float (&s3)[1][NT][4], int32_t n) const {
     int32_t L_q = args.seqlen_q, L_k = args.seqlen_k;
     if constexpr (Traits::kHasLengths)  // secret, re-read at a fixed address

@@ -103,18 +103,6 @@ inline constexpr bool kTurnExp =
 template <typename Traits>
 inline constexpr bool kMaxTree = (DHP_SM90_MAX_TREE & head_dim_bit(Traits::kHeadDim)) != 0 && !Traits::kHasLengths;
 
-// The secret-length kernels' mask in two parts (DHP_SM90_EARLY_MASK): the
-// lengths read and the visibility words made right after the warpgroup
-// issues its GEMMs, where it would only wait (they depend on the lengths
-// and the key tile, not on S), the selects after the S wait. With 0, the
-// whole mask follows the wait, as in the dense kernels' masked tiles
-// (docs/perf-log.md, session 27).
-#ifndef DHP_SM90_EARLY_MASK
-#define DHP_SM90_EARLY_MASK 1
-#endif
-template <typename Traits>
-inline constexpr bool kEarlyMask = DHP_SM90_EARLY_MASK != 0 && Traits::kHasLengths;
-
 namespace pingpong {
 // Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
 // Turns go round the NC consumer warpgroups in order. With one consumer
@@ -272,18 +260,9 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     else
       SplitSoftmax<>::rescale(as_frag<D>(o), alpha);
   };
-  // Secret lengths (kEarlyMask): the mask's words for the S tile in flight,
-  // made by prepare_mask(n) before its wait.
-  typename View::template MaskWords<BN / 8> mask_words;
-  auto prepare_mask = [&](int32_t n) {
-    if constexpr (kEarlyMask<Traits>) mask_words = view.template mask_words<BN / 8>(n);
-  };
   auto scores_to_p = [&](int32_t n) {
     auto& s3 = as_frag<BN>(sacc);
-    if constexpr (kEarlyMask<Traits>)
-      mask_words.apply(s3);
-    else
-      view.mask(s3, n);
+    view.mask(s3, n);
     if constexpr (kTurnExp) {
       sm.max_phase(s3, args.scale_log2, alpha);
       pingpong::wait_turn<Traits::kConsumers>(g);
@@ -365,7 +344,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       issue_qk(s);  // S(it)
       gemm_turn_pass();
       if (it == 0) after_first_issue();  // public
-      prepare_mask(n_tiles - 1 - it);
       wg::wait<0>();
       wg::fence_operands(sacc);
       release_k(s, last);
@@ -422,7 +400,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     issue_qk(view.stage(0));
     gemm_turn_pass();
     after_first_issue();
-    prepare_mask(n_tiles - 1);
     wg::wait<0>();
     wg::fence_operands(sacc);
     release_k(view.stage(0), n_tiles == 1);
@@ -471,7 +448,6 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::fence();
       }
       issue_pv(sp);  // O += P(it-1) V(it-1)
-      prepare_mask(n_tiles - 1 - it);
       gemm_turn_pass();
       if constexpr (kSerial) {  // both GEMMs done: P's registers are free for the softmax
         wg::wait<0>();
