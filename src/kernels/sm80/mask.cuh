@@ -56,6 +56,29 @@ __device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0,
     }
 }
 
+// Without causal masking every row of the thread sees the same keys
+// (j < L_k), so one visibility word per 16 column blocks serves all of its
+// rows: each predicate (R2P) feeds 2 * MT * HALVES selects instead of one
+// row's, and the limits and words are made once instead of per row.
+template <int MT, int NT, int HALVES = 2>
+__device__ __forceinline__ void mask_scores_same_rows(float (&s)[MT][NT][4], int32_t col0, int32_t key_last) {
+  const int32_t rel = key_last - col0;
+#pragma unroll
+  for (int w = 0; w < (NT + 15) / 16; ++w) {
+    const uint32_t visible = ct::ct_column_mask(rel - 128 * w);
+#pragma unroll
+    for (int nt = 16 * w; nt < NT && nt < 16 * w + 16; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int hh = 0; hh < HALVES; ++hh)
+            s[mt][nt][2 * hh + e] =
+                ct::ct_select_bit(visible, 2 * (nt - 16 * w) + e, s[mt][nt][2 * hh + e], -INFINITY);
+  }
+}
+
 // Masks for the B fragments of V in one k-step of P*V: register b0 holds
 // keys key0 and key0 + 1 (key0 = k-step start + 2t), b1 holds key0 + 8 and
 // + 9, low half first. Padded keys (j >= L_k) are zeroed so that garbage

@@ -33,6 +33,14 @@ constexpr DType dtype_of() {
   return std::is_same_v<T, __half> ? DType::F16 : DType::BF16;
 }
 
+// DHP_SM90_SAME_ROWS_MASK (default 1): the secret-length kernels without
+// causal masking make one set of visibility words for both of a thread's
+// rows (sm80/mask.cuh, mask_scores_same_rows) instead of one per row; 0
+// keeps the per-row form (A/B; docs/perf-log.md, session 27).
+#ifndef DHP_SM90_SAME_ROWS_MASK
+#define DHP_SM90_SAME_ROWS_MASK 1
+#endif
+
 // A consumer thread's place in the tile, shared by both main loops: its
 // first query row, where Q and the lengths live, and the select-based mask
 // of an S tile (in every tile when lengths are secret, else only where the
@@ -99,10 +107,19 @@ struct ConsumerView {
     int32_t L_q = args.seqlen_q, L_k = args.seqlen_k;
     if constexpr (Traits::kHasLengths)  // secret, re-read at a fixed address
       asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(L_q), "=r"(L_k) : "r"(lens_addr));
+    constexpr int kHalves = Traits::kHalfRows ? 1 : 2;
+#if DHP_SM90_SAME_ROWS_MASK
+    if constexpr (Traits::kHasLengths) {
+      if (args.causal == 0) {  // public
+        sm80::mask_scores_same_rows<1, NT, kHalves>(s3, n * Traits::kBlockN + 2 * (lane % 4), L_k - 1);
+        return;
+      }
+    }
+#endif
     if (Traits::kHasLengths || range.needs_mask(args, n, m0)) {  // public unless kHasLengths
       sm80::RowLimits<1> rows;
       rows.init(first_row, L_q, L_k, args.causal != 0);
-      sm80::mask_scores<1, NT, Traits::kHalfRows ? 1 : 2>(s3, n * Traits::kBlockN + 2 * (lane % 4), rows);
+      sm80::mask_scores<1, NT, kHalves>(s3, n * Traits::kBlockN + 2 * (lane % 4), rows);
     }
   }
 };
