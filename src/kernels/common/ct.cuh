@@ -102,35 +102,6 @@ __device__ __forceinline__ uint32_t ct_column_mask(int32_t rel) {
   return bit - 1u;
 }
 
-// ct_prefix_mask7(count): the first `count` slots of a word whose slot k is
-// bit k + k/7 -- seven slots per byte, bits 0-6, so that every slot is
-// within reach of one R2P (bits 0-6 of a byte to predicates P0-P6) and no
-// slot needs a bit test of its own. count <= 0 gives 0; count >= 28 sets
-// every slot. The gap bits 7, 15, 23, 31 may be set; no slot reads them.
-// Invariant: IMNMX, IMAD, SHF, BMSK (bmsk.clamp: a width >= 32 gives all
-// ones, 0 gives 0), no branch, no shift by a secret amount past 31.
-// Width of the first c slots: slot c sits at bit c + floor(c / 7), so the
-// bits below it are the first c slots and gaps. floor(c * 293 / 256) equals
-// it for 0 <= c <= 28 (293 = 256 + 37; 37/256 is close enough to 1/7 there).
-__host__ __device__ constexpr uint32_t ct_prefix7_width(uint32_t c) { return (c * 293u) >> 8; }
-constexpr bool ct_prefix7_width_exact() {
-  for (uint32_t c = 0; c <= 28; ++c)
-    if (ct_prefix7_width(c) != c + c / 7) return false;
-  return true;
-}
-static_assert(ct_prefix7_width_exact(), "c * 293 >> 8 must be c + c / 7 for every slot count 0..28");
-
-__device__ __forceinline__ uint32_t ct_prefix_mask7(int32_t count) {
-  const uint32_t c = static_cast<uint32_t>(ct_clamp(count, 0, 28));
-  const uint32_t width = ct_prefix7_width(c);
-  uint32_t d;
-  asm("bmsk.clamp.b32 %0, %1, %2;" : "=r"(d) : "r"(0u), "r"(width));
-  return d;
-}
-
-// ct_slot7_bit: the bit of slot k in ct_prefix_mask7's layout.
-__host__ __device__ constexpr int ct_slot7_bit(int k) { return k + k / 7; }
-
 // ct_select_bit: bit i of mask ? a : b, for a compile-time i. Invariant: in
 // unrolled code ptxas turns a word of these into R2P (7 predicates per
 // instruction) + one FSEL each -- no branch, no memory access on the bit

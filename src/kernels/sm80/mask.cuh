@@ -57,31 +57,25 @@ __device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0,
 }
 
 // Without causal masking every row of the thread sees the same keys
-// (j < L_k), so one set of visibility words serves all of its rows: each
-// predicate feeds 2 * MT * HALVES selects, and the limit and the words are
-// made once instead of per row. The thread's column (nt, e) has offset
-// 8*nt + e from col0; it is visible iff nt < floor((rel - e) / 8) + 1
-// (arithmetic shifts floor negative values too). One word per parity e and
-// 28 column blocks, in ct_prefix_mask7's seven-per-byte layout, so that R2P
-// reaches every predicate: 6 R2P for 40 columns and no bit tests.
+// (j < L_k), so one visibility word per 16 column blocks serves all of its
+// rows: each predicate (R2P) feeds 2 * MT * HALVES selects instead of one
+// row's, and the limits and words are made once instead of per row.
 template <int MT, int NT, int HALVES = 2>
 __device__ __forceinline__ void mask_scores_same_rows(float (&s)[MT][NT][4], int32_t col0, int32_t key_last) {
   const int32_t rel = key_last - col0;
 #pragma unroll
-  for (int e = 0; e < 2; ++e) {
-    const int32_t blocks = ((rel - e) >> 3) + 1;  // column blocks visible at parity e (<= 0: none)
+  for (int w = 0; w < (NT + 15) / 16; ++w) {
+    const uint32_t visible = ct::ct_column_mask(rel - 128 * w);
 #pragma unroll
-    for (int w = 0; w < (NT + 27) / 28; ++w) {
-      const uint32_t visible = ct::ct_prefix_mask7(blocks - 28 * w);
+    for (int nt = 16 * w; nt < NT && nt < 16 * w + 16; ++nt)
 #pragma unroll
-      for (int nt = 28 * w; nt < NT && nt < 28 * w + 28; ++nt)
+      for (int e = 0; e < 2; ++e)
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
           for (int hh = 0; hh < HALVES; ++hh)
             s[mt][nt][2 * hh + e] =
-                ct::ct_select_bit(visible, ct::ct_slot7_bit(nt - 28 * w), s[mt][nt][2 * hh + e], -INFINITY);
-    }
+                ct::ct_select_bit(visible, 2 * (nt - 16 * w) + e, s[mt][nt][2 * hh + e], -INFINITY);
   }
 }
 
