@@ -449,9 +449,7 @@ KernelReport audit_kernel(const Kernel& k, const Module& m, const PublicPointers
   for (size_t i = 0; i < n; ++i) {
     const Semantics& sm = c.sem[i];
     if (sm.control != Control::Call) continue;
-    bool abs = false;
-    for (auto& md : k.code[i].mods) abs = abs || md == "ABS";
-    c.external[i] = abs || (!sm.target.empty() && !function_names.count(sm.target) && !k.labels.count(sm.target) &&
+    c.external[i] = has_mod(k.code[i], "ABS") || (!sm.target.empty() && !function_names.count(sm.target) && !k.labels.count(sm.target) &&
                             sm.target != k.name);
   }
   std::map<size_t, std::vector<size_t>> return_sites;  // function index -> sites

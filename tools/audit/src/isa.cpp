@@ -57,12 +57,6 @@ const Set kPredThenSources = {"FCHK"};
 // Opcodes with carry-out predicates directly after the register result.
 const Set kCarryOut = {"IADD3", "UIADD3", "LEA", "ULEA", "IADD", "UIADD", "IMAD", "UIMAD"};
 
-bool has_mod(const Instruction& ins, const char* m) {
-  for (auto& x : ins.mods)
-    if (x == m) return true;
-  return false;
-}
-
 // Number of 32-bit registers moved by a memory access (.64 / .128).
 uint8_t access_regs(const Instruction& ins) {
   if (has_mod(ins, "128")) return 4;
@@ -182,6 +176,13 @@ Control control_of(const std::string& b) {
   return Control::None;
 }
 
+}  // namespace
+
+bool has_mod(const Instruction& ins, const char* m) {
+  for (auto& x : ins.mods)
+    if (x == m) return true;
+  return false;
+}
 bool is_pred(const Operand& o) {
   return o.kind == OperandKind::Register &&
          (o.regs[0].file == RegFile::P || o.regs[0].file == RegFile::UP);
@@ -190,8 +191,6 @@ bool is_gpr(const Operand& o) {
   return o.kind == OperandKind::Register &&
          (o.regs[0].file == RegFile::R || o.regs[0].file == RegFile::UR);
 }
-
-}  // namespace
 
 bool is_variable_time_routine(const std::string& callee) {
   // nvcc's out-of-line math helpers: __internal_N_$__cuda_sm3x_div_rn_...,

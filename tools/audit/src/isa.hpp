@@ -57,6 +57,12 @@ struct Semantics {
   bool local_partial = false;      // STL.U8 / .U16: writes part of a 4-byte slot
 };
 
+// True when ins carries modifier m (CALL.ABS: "ABS"; STL.U16: "U16").
+bool has_mod(const Instruction& ins, const char* m);
+// A predicate register operand (P / UP), a general one (R / UR).
+bool is_pred(const Operand& o);
+bool is_gpr(const Operand& o);
+
 Semantics semantics_of(const Instruction& ins);
 
 // Texture and surface instructions (isa_image.cpp): fills s and returns true

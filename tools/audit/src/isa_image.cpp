@@ -29,13 +29,6 @@ namespace {
 const std::set<std::string> kTexture = {"TEX", "TLD", "TLD4", "TXD", "TMML", "TXQ", "TEXS", "TLDS", "TLD4S"};
 const std::set<std::string> kSurface = {"SULD", "SUST", "SURED", "SUATOM", "SUQUERY"};
 
-bool is_pred(const Operand& o) {
-  return o.kind == OperandKind::Register && (o.regs[0].file == RegFile::P || o.regs[0].file == RegFile::UP);
-}
-bool is_gpr(const Operand& o) {
-  return o.kind == OperandKind::Register && (o.regs[0].file == RegFile::R || o.regs[0].file == RegFile::UR);
-}
-bool has_mod(const Instruction& ins, const char* m) { return std::find(ins.mods.begin(), ins.mods.end(), m) != ins.mods.end(); }
 
 // Coordinates the dimension names (a texture operand "2D" / "ARRAY_2D", a
 // surface modifier .2D / .2D_ARRAY); 4 when none is recognised.
