@@ -45,7 +45,18 @@ struct ForwardArgs {
   // zeroes V rows >= L_k in shared memory in those tiles, and V is read as
   // given (no zero-padded copy). Public (the launcher's choice).
   int32_t v_zero_band;
+  // Hopper kernel, secret key lengths, V's zero-padded copy made beside the
+  // attention (sm90/padding_scrub.hpp, CopyBeside): per (batch, kv head)
+  // pair, the number of its chunks copied so far, counted up by the copy
+  // kernel; the producer waits until a pair's count reaches v_ready_count
+  // before the first V load of a tile in that pair. Null: the copy (if any)
+  // completed before this kernel (griddepcontrol.wait). The counts depend on
+  // progress alone, never on data: public (public_pointers.audit, byte
+  // offset 216).
+  const uint32_t* v_ready;
+  int32_t v_ready_count;
 };
 static_assert(__builtin_offsetof(ForwardArgs, schedule) == 200, "public_pointers.audit names this offset");
+static_assert(__builtin_offsetof(ForwardArgs, v_ready) == 216, "public_pointers.audit names this offset");
 
 }  // namespace dhp::kernels

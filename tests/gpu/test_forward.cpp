@@ -115,6 +115,17 @@ std::vector<Case> all_cases() {
     c.poison_padding = true;
     cs.push_back(c);
   }
+  // V's copy beside the attention (secret key lengths, non-causal D = 128
+  // with a grid that leaves SMs idle; sm90 padding_scrub.hpp): two rounds of
+  // tiles, the second reading pairs the first does not, so its producers
+  // wait on the copy's counters; NaN in the padding. MHA and GQA; on a
+  // 132-SM GPU both take it (VCopyBeside in test_schedule.cu).
+  for (int i = 0; i < 2; ++i) {
+    Case c = i == 0 ? make(kF16, 4, 128, 700, 34, 34, 128, false, Lengths::kSeparate)
+                    : make(kBF16, 2, 128, 1000, 72, 36, 128, false, Lengths::kOnlyK);
+    c.poison_padding = true;
+    cs.push_back(c);
+  }
   // A caller's softmax scale (the exp2 fold of scale * log2(e)), small and
   // large, every head dim; lse checked.
   {

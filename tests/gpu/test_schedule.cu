@@ -11,6 +11,7 @@
 
 #include "kernels/forward_args.hpp"
 #include "kernels/sm90/kernel_traits.cuh"
+#include "kernels/sm90/padding_scrub.hpp"
 #include "kernels/sm90/scheduler.cuh"
 #include "kernels/sm90/tile_shape.hpp"
 
@@ -244,3 +245,54 @@ TEST(VBand, PaddingMeetsValidRowsOnlyInTheBand) {
 }
 
 }  // namespace
+
+// V's copy beside the attention (padding_scrub.hpp, plan_copy_beside): the
+// issue's secret-length shape (B4 H16 S_max 4096 D128, non-causal) and the
+// two GPU-suite shapes written for it (test_forward.cpp) take it on a
+// 132-SM H100 / H200, with the first round's pairs first; a grid of one CTA
+// per SM (D = 64 at S1024) and a shape whose first round reads every pair
+// copy before the attention.
+namespace {
+struct BesideCase {
+  int32_t batch, heads_q, heads_kv, s_q, s_k;
+  int64_t first_pairs;  // expected; 0: copy before
+};
+}  // namespace
+TEST(VCopyBeside, TakenWhereTheGridLeavesSmsIdleAndLaterRoundsReadNewPairs) {
+  const int sms = 132;
+  const BesideCase cases[] = {{4, 16, 16, 4096, 4096, 4}, {4, 34, 34, 128, 700, 68}, {2, 72, 36, 128, 1000, 36},
+                              {16, 8, 8, 128, 300, 0} /* 128 tiles: one round reads every pair */};
+  for (const BesideCase& c : cases) {
+    ForwardArgs a = shape(c.batch, c.heads_q, c.s_q, false);
+    a.heads_kv = c.heads_kv, a.kv_group = c.heads_q / c.heads_kv, a.seqlen_k = c.s_k;
+    const int64_t tiles = sm90::query_tiles(a, 128);
+    const int64_t grid = std::min<int64_t>(tiles, sm90::persistent_ctas(a, tiles, sms, 128));
+    a.tile_order = sm90::choose_tile_order<128, 128>(a, static_cast<int32_t>(grid));
+    const int64_t first = sm90::first_round_pairs<128>(a, grid);
+    const sm90::CopyBesidePlan p = sm90::plan_copy_beside(a, 128, grid, sms, first, false);
+    if (c.first_pairs == 0) {
+      EXPECT_EQ(p.beside_ctas, 0) << c.batch << "x" << c.heads_q << " S" << c.s_q;
+      continue;
+    }
+    EXPECT_EQ(first, c.first_pairs) << c.batch << "x" << c.heads_q << " S" << c.s_q;
+    EXPECT_EQ(p.beside_ctas, sm90::kCopyBesideMaxCtas);
+    EXPECT_EQ(p.first_pairs, c.first_pairs);
+    EXPECT_EQ(p.chunk_rows, 256);  // 64 KB of 128 16-bit columns
+    EXPECT_EQ(p.chunks_per_pair, (c.s_k + 255) / 256);
+  }
+  // One CTA per SM leaves none idle: before, unless forced (then on one CTA).
+  ForwardArgs d64 = shape(16, 32, 1024, false);
+  EXPECT_EQ(sm90::plan_copy_beside(d64, 64, sms, sms, 20, false).beside_ctas, 0);
+  EXPECT_EQ(sm90::plan_copy_beside(d64, 64, sms, sms, 20, true).beside_ctas, 1);
+  // In the head-major orders every later round reads pairs at or past the first round's.
+  ForwardArgs a = shape(4, 16, 4096, false);
+  a.tile_order = sm90::kHeadMajor;
+  const sm90::TileScheduler<128> sched(a);
+  int64_t highest = 0;
+  for (int32_t t = 0; t < sched.total; ++t) {
+    const sm90::Tile x = sched.decode(t);
+    const int64_t pair = static_cast<int64_t>(x.batch) * a.heads_kv + x.head;
+    EXPECT_GE(pair, highest) << t;
+    highest = std::max(highest, pair);
+  }
+}

@@ -64,6 +64,11 @@ RETRY_OPS = {"SYNCS.PHASECHK.TRANS64.TRYWAIT", "SYNCS.PHASECHK.TRANS64", "NANOSL
 # `setmaxnreg.inc` is a loop too: it retries until the warps that gave their
 # registers back (setmaxnreg.dec) have done so -- timing again, not data.
 ALLOC_OPS = {"WARPSYNC.ALL", "USETMAXREG.TRY_ALLOC.CTAPOOL", "PLOP3.LUT", "BRA"}
+# The counter wait of V's copy beside the attention (producer.cuh,
+# wait_pair_copied): an acquire load of the counter, the L1 invalidation that
+# acquire brings, a compare into the loop's predicate, and the branch back;
+# ptxas adds a YIELD and reloads the target from the constant bank (ULDC).
+COUNTER_OPS = {"CCTL.IVALL", "YIELD", "ULDC"}
 _PRED = re.compile(r"^@(!?)(U?P[T0-9]+)\s+")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
@@ -101,6 +106,27 @@ def retry_op(inst, flags=frozenset()):
         return len(operands) == 4 and operands[1] == "RZ" and operands[2] == "RZ" and \
             not operands[3].startswith("-")
     return op in RETRY_OPS
+
+
+def counter_loop(body, bpred, bneg):
+    """A counter wait: nothing but one unpredicated LDG.E.STRONG.GPU into R,
+    COUNTER_OPS, one unpredicated ISETP that reads R and writes the loop's
+    predicate alone, and the closing @!P BRA (the only branch). Nothing in it
+    writes what the load's address is formed from, and nothing computes."""
+    loads = [b for b in body if b[3] == "LDG.E.STRONG.GPU"]
+    sets = [b for b in body if b[3].startswith("ISETP.")]
+    if len(loads) != 1 or len(sets) != 1 or not bneg or loads[0][2] or sets[0][2]:
+        return False
+    dest, address = (o.strip() for o in loads[0][4].split(",", 1))
+    ops = [o.strip() for o in sets[0][4].split(",")]
+    if len(ops) < 3 or ops[0] != bpred or ops[1] != "PT" or dest not in ops[2:]:
+        return False
+    written = {o[4].split(",")[0].strip() for o in body if o[3] in ("ULDC",)}
+    if any(w.split(".")[0] in address for w in written if w):
+        return False
+    rest = [b for b in body[:-1] if b is not loads[0] and b is not sets[0]]
+    return all(b[3] in COUNTER_OPS and not b[2] for b in rest) and body[-1][3] == "BRA" and \
+        sum(b[3] == "BRA" for b in body) == 1
 
 
 def retry_blocks(insts, base=0):
@@ -187,6 +213,9 @@ def retry_blocks(insts, base=0):
         only_retry = all(retry_op(b, {bpred}) for b in body) and sum(b[3] == "BRA" for b in body) == 1
         on_own_flag = all(bpred == w[4].split(",")[0].strip() for w in waits)
         if waits and start not in exempt and not entered_elsewhere and bneg and only_retry and on_own_flag:
+            blocks.append((start, boff))
+            exempt.update(b[0] for b in body)
+        elif not waits and start not in exempt and not entered_elsewhere and counter_loop(body, bpred, bneg):
             blocks.append((start, boff))
             exempt.update(b[0] for b in body)
     return exempt, guards - exempt, blocks, rejected
@@ -389,6 +418,23 @@ def selftest(check):
     far[0x2a0] = "@P3 BRA 0x7200"
     check(not retry_blocks(parse_sass(far), base)[1], "nor past an instruction another branch jumps to")
 
+    # The counter wait (producer.cuh, wait_pair_copied), as ptxas emits it.
+    counter = {0x00: "BSSY B4, 0x7070", 0x10: "LDG.E.STRONG.GPU R8, desc[UR18][R4.64]", 0x20: "CCTL.IVALL",
+               0x30: "YIELD", 0x40: "ULDC UR4, c[0x0][0x2f0]", 0x50: "ISETP.GE.U32.AND P0, PT, R8, UR4, PT",
+               0x60: "@!P0 BRA 0x7010", 0x70: "BSYNC B4", 0x80: "FENCE.VIEW.ASYNC.G"}
+    ex7, _, bl7, _ = retry_blocks(parse_sass(counter), base)
+    check(ex7 == {0x10, 0x20, 0x30, 0x40, 0x50, 0x60} and bl7 == [(0x10, 0x60)],
+          "the counter wait loop is exempt, not what surrounds it")
+    for off, line, what in ((0x30, "IADD3 R4, R4, 0x4, RZ", "a counter loop that moves its address"),
+                            (0x30, "FADD R2, R2, R3", "a counter loop that computes"),
+                            (0x50, "ISETP.GE.U32.AND P0, PT, R9, UR4, PT", "a loop whose compare does not read the load"),
+                            (0x60, "@!P1 BRA 0x7010", "a loop on another predicate than its compare's"),
+                            (0x40, "ULDC.64 UR18, c[0x0][0x208]", "a loop that reloads the load's descriptor"),
+                            (0x20, "@P2 CCTL.IVALL", "a predicated instruction in a counter loop")):
+        changed = dict(counter)
+        changed[off] = line
+        check(not retry_blocks(parse_sass(changed), base)[0], f"{what} is not exempt")
+
     def launch(retries, fadd=64, taken=0):
         return {0x00: {"inst": 8, "thread_inst": 256}, 0x10: {"inst": 8}, 0x20: {"inst": 8, "thread_inst_pred_on": taken},
                 0x30: {"inst": fadd, "thread_inst": fadd * 32}, 0x70: {"inst": retries}, 0xa0: {"inst": retries}}
@@ -440,19 +486,23 @@ def check_library(lib, cuobjdump):
             insts = parse_sass(code)
             waits = sum(i[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" for i in insts)
             allocs = sum(i[3].startswith("USETMAXREG.TRY_ALLOC") for i in insts)
-            if not waits and not allocs:
+            counters = [i[0] for i in insts if i[3] == "LDG.E.STRONG.GPU"]
+            if not waits and not allocs and not counters:
                 continue
             exempt, guards, blocks, rejected = retry_blocks(insts)
             # Every try-wait is either an in-line check with its guard, or the
             # one try-wait of a block (out-of-line behind a guard, or an
-            # in-line loop of its own).
+            # in-line loop of its own); every strong (acquire) load is the one
+            # load of a counter-wait loop.
             exempt_waits = sum(i[3] == "SYNCS.PHASECHK.TRANS64.TRYWAIT" and i[0] in exempt for i in insts)
-            ok = waits - exempt_waits == len(guards) and exempt_waits == len(blocks) - allocs and not rejected
+            ok = waits - exempt_waits == len(guards) and exempt_waits == len(blocks) - allocs - len(counters) and \
+                all(c in exempt for c in counters) and not rejected
             checked += 1
             failed += 0 if ok else 1
             if not ok:
                 print(f"FAIL {name[:90]}: {waits} try-waits, {len(guards)} guarded retry blocks, "
-                      f"{allocs} setmaxnreg loops, {len(blocks)} blocks, rejected {rejected}")
+                      f"{allocs} setmaxnreg loops, {len(counters)} counter loads, {len(blocks)} blocks, "
+                      f"rejected {rejected}")
     print(f"retry blocks: {checked} Hopper kernels checked, {failed} not fully covered")
     return 1 if failed or not checked else 0
 

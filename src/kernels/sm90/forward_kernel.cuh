@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode
     // above overlaps the previous kernel too.
-    pdl::wait_for_previous_grid();
+    if (!Traits::kHasLengths || args.v_ready == nullptr) pdl::wait_for_previous_grid();  // public
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
     sm80::finalize_rows<1, D / 8, Traits::kHalfRows ? 1 : 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0,
                                                               m0 + tile_row0, args.seqlen_q,

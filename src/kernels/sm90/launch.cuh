@@ -54,23 +54,51 @@ inline int sm_count() {
   return count;
 }
 
+// V's zero-padded copy for secret key lengths (padding_scrub.hpp), made
+// here once the grid and the tile order are known: beside the attention
+// where plan_copy_beside takes it (the first round's pairs counted from the
+// schedule: the highest pair a tile of round 0 reads), else before it. Sets
+// a's V to the copy (and, beside, the counters). DHP_SM90_V_COPY=before |
+// beside forces one (A/B, tests).
 template <typename Traits>
-cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream) {
+cudaError_t launch_v_copy(kernels::ForwardArgs& a, int grid, int sms, void* scratch, cudaStream_t stream) {
+  constexpr int D = Traits::kHeadDim;
+  static const char* copy_env = std::getenv("DHP_SM90_V_COPY");
+  const bool force_before = copy_env != nullptr && std::strcmp(copy_env, "before") == 0;
+  const bool force_beside = copy_env != nullptr && std::strcmp(copy_env, "beside") == 0;
+  // Beside only without causal masking (measured there; causal rounds are
+  // uneven, and causal grids may take schedule lists) unless forced.
+  const bool consider = force_beside || (!force_before && !a.causal && a.schedule == nullptr);
+  const int64_t first_pairs = consider && a.schedule == nullptr ? first_round_pairs<Traits::kBlockM>(a, grid) : 1;
+  const CopyBesidePlan plan = consider ? plan_copy_beside(a, D, grid, sms, first_pairs, force_beside) : CopyBesidePlan{};
+  const kernels::ForwardArgs original = a;
+  if (plan.beside_ctas > 0) {
+    auto* counters = reinterpret_cast<uint32_t*>(static_cast<char*>(scratch) + copy_beside_counters_offset(a, D));
+    if (const cudaError_t err = launch_copy_beside(original, D, plan, scratch, counters, sms, stream); err != cudaSuccess)
+      return err;
+    a.v_ready = counters;
+    a.v_ready_count = plan.chunks_per_pair;
+    a.v_stride_seq = D;  // packed [B, H_kv, S_k, D]
+    a.v_stride_head = static_cast<int64_t>(a.seqlen_k) * D;
+    a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
+  } else {
+    if (const cudaError_t err = launch_padding_scrub(original, D, scratch, stream); err != cudaSuccess) return err;
+    a.v_stride_head = D;  // packed [B, S_k, H_kv, D]
+    a.v_stride_seq = static_cast<int64_t>(a.heads_kv) * D;
+    a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
+  }
+  a.v = scratch;
+  return cudaSuccess;
+}
+
+// `v_copy`: scratch for V's zero-padded copy (secret key lengths; made by
+// launch_v_copy), or null (V read as given).
+template <typename Traits>
+cudaError_t launch_attention(const kernels::ForwardArgs& a_in, void* v_copy, cudaStream_t stream) {
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim;
+  kernels::ForwardArgs a = a_in;
   CUtensorMap tq, tk, tv, to;
-  // Half-row tiles load Q and store O in 8-row boxes (kernel_traits.cuh).
-  constexpr int kQBox = Traits::kHalfRows ? 8 : Traits::kBlockM, kOBox = Traits::kHalfRows ? 8 : 16;
-  if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
-                   kQBox) ||
-      !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
-                   Traits::kBlockN) ||
-      !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch,
-                   Traits::kBlockN) ||
-      // O: one warp's 16 rows per store (8 with half-row tiles; sm90/epilogue.cuh); rows >= S_q clipped.
-      !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
-                   kOBox))
-    return cudaErrorNotSupported;
   auto* kernel = &attention_forward_sm90<Traits>;
   constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
   static thread_local int configured_device = -1;
@@ -146,6 +174,23 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, cudaStream_t stream)
         stream);
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering
   }
+  if (v_copy != nullptr) {  // public
+    if (const cudaError_t err = launch_v_copy<Traits>(args, grid, sms, v_copy, stream); err != cudaSuccess) return err;
+    a.v = args.v, a.v_stride_seq = args.v_stride_seq, a.v_stride_head = args.v_stride_head;
+    a.v_stride_batch = args.v_stride_batch;
+  }
+  // Half-row tiles load Q and store O in 8-row boxes (kernel_traits.cuh).
+  constexpr int kQBox = Traits::kHalfRows ? 8 : Traits::kBlockM, kOBox = Traits::kHalfRows ? 8 : 16;
+  if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
+                   kQBox) ||
+      !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
+                   Traits::kBlockN) ||
+      !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch,
+                   Traits::kBlockN) ||
+      // O: one warp's 16 rows per store (8 with half-row tiles; sm90/epilogue.cuh); rows >= S_q clipped.
+      !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
+                   kOBox))
+    return cudaErrorNotSupported;
   // Programmatic dependent launch: this kernel's set-up (barriers, tensor
   // map prefetch) may overlap the end of the previous kernel in the stream;
   // the kernel waits (griddepcontrol.wait) before its first global access.
@@ -188,18 +233,13 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
   if (Traits::kHasLengths && a.lens_k != nullptr && !a.v_zero_band) {
     // The copy kernel counts (batch, kv head) pairs in int32 (public).
     if (static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;
-    scratch = scratch_alloc(padded_v_bytes(a, D), stream);
+    // The copy beside also counts chunks of all pairs in int32 (public).
+    if (static_cast<int64_t>(a.batch) * a.heads_kv * (a.seqlen_k / (kCopyBesideChunkBytes / (2 * D)) + 1) > INT32_MAX)
+      return cudaErrorNotSupported;
+    scratch = scratch_alloc(copy_beside_bytes(a, D), stream);  // room for either copy
     if (scratch == nullptr) return cudaErrorNotSupported;
-    if (const cudaError_t err = launch_padding_scrub(a, D, scratch, stream); err != cudaSuccess) {
-      scratch_free(scratch, stream);
-      return err;
-    }
-    a.v = scratch;  // packed [B, S_k, H_kv, D]
-    a.v_stride_head = D;
-    a.v_stride_seq = static_cast<int64_t>(a.heads_kv) * D;
-    a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
   }
-  const cudaError_t err = launch_attention<Traits>(a, stream);
+  const cudaError_t err = launch_attention<Traits>(a, scratch, stream);
   scratch_free(scratch, stream);  // stream-ordered: after the kernel has read it
   return err;
 }

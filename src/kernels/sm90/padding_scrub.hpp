@@ -13,9 +13,28 @@
 // and the kernel zeroes V there in shared memory (kernel_traits.cuh,
 // v_band_tiles; launch.cuh).
 //
+// Two ways to run the copy (launch.cuh picks one from the public shape):
+//  * before the attention (launch_padding_scrub): the whole GPU copies V,
+//    and the attention waits for that kernel to complete (programmatic
+//    dependent launch, griddepcontrol.wait). At the DRAM roof: ~45 us of the
+//    B4 H16 S_max 4096 D128 call's ~850 on the H100.
+//  * beside it (launch_copy_beside, CopyBesidePlan): every CTA of the copy
+//    kernel first copies, together, the pairs the attention's first round of
+//    tiles reads; a few CTAs then copy the other pairs, in the order the
+//    static tile schedule reaches them, on the SMs the attention's grid
+//    leaves idle, while the attention runs. Per (batch, kv head) pair a
+//    counter of copied chunks (release); the attention's producer waits
+//    (acquire) until a pair's counter is complete before the first V load of
+//    a tile in that pair. The attention is launched right after the copy
+//    kernel's CTAs have all started (each triggers the dependent launch as
+//    it starts), so every CTA a producer can wait on is already running and
+//    never waits on the attention: no deadlock, whatever the placement.
+//
 // Constant-time: every row of V is read and written at addresses fixed by
 // the public shape; a row's L_k only selects the value written (zero or the
-// row). The scratch memory comes from a pool the library owns (one per
+// row). The counters count chunks, whose number and order are public; how
+// long a producer waits depends on the copy's progress (timing), never on
+// a value. The scratch memory comes from a pool the library owns (one per
 // device, stream-ordered, kept for reuse: it holds up to the largest V seen).
 #pragma once
 #include <cuda_runtime.h>
@@ -35,6 +54,50 @@ inline size_t padded_v_bytes(const kernels::ForwardArgs& a, int head_dim) {
 // Enqueues the copy of a.v into `dst` (padded_v_bytes; 16-byte aligned) on
 // `stream`, rows >= L_k zeroed.
 cudaError_t launch_padding_scrub(const kernels::ForwardArgs& a, int head_dim, void* dst, cudaStream_t stream);
+
+// The copy beside the attention: chunks of 64 KB of one pair's rows; the
+// first `first_pairs` pairs copied by the whole copy grid, the rest by
+// `beside_ctas` CTAs. beside_ctas == 0: copy before the attention instead.
+struct CopyBesidePlan {
+  int32_t chunk_rows = 0, chunks_per_pair = 0, first_pairs = 0, beside_ctas = 0;
+};
+inline constexpr int kCopyBesideMaxCtas = 4;
+inline constexpr int kCopyBesideChunkBytes = 64 * 1024;
+
+// Host, pure (tests/gpu/test_schedule.cu): the plan for a launch whose
+// attention grid is `grid` CTAs on `sms` SMs, given `first_pairs` (one more
+// than the highest pair the first round of tiles reads; the launcher counts
+// it from the schedule). Beside where the grid leaves at least two SMs idle
+// and later rounds read pairs the first does not; `force` (tests, A/B)
+// takes it wherever there is one pair, on at least one CTA.
+inline CopyBesidePlan plan_copy_beside(const kernels::ForwardArgs& a, int head_dim, int64_t grid, int sms,
+                                       int64_t first_pairs, bool force) {
+  CopyBesidePlan p;
+  const int64_t pairs = static_cast<int64_t>(a.batch) * a.heads_kv;
+  const int64_t idle = sms - grid;
+  if (pairs < 1 || (!force && (idle < 2 || first_pairs >= pairs))) return p;
+  p.chunk_rows = kCopyBesideChunkBytes / (2 * head_dim);
+  p.chunks_per_pair = static_cast<int32_t>((a.seqlen_k + p.chunk_rows - 1) / p.chunk_rows);
+  p.first_pairs = static_cast<int32_t>(first_pairs < pairs ? first_pairs : pairs);
+  p.beside_ctas = static_cast<int32_t>(idle < 1 ? 1 : idle < kCopyBesideMaxCtas ? idle : kCopyBesideMaxCtas);
+  return p;
+}
+
+// Scratch for the copy beside: the packed copy, then one 32-bit counter per
+// pair at this byte offset.
+inline size_t copy_beside_counters_offset(const kernels::ForwardArgs& a, int head_dim) {
+  return (padded_v_bytes(a, head_dim) + 255) / 256 * 256;
+}
+inline size_t copy_beside_bytes(const kernels::ForwardArgs& a, int head_dim) {
+  return copy_beside_counters_offset(a, head_dim) + 4 * static_cast<size_t>(a.batch) * a.heads_kv;
+}
+
+// Enqueues the counters' reset and the copy kernel (layout [B, H_kv, S_k, D]:
+// each pair's rows contiguous) on `stream`; the attention must follow it at
+// once, launched with programmatic stream serialization, and wait on the
+// counters (ForwardArgs::v_ready, v_ready_count = plan.chunks_per_pair).
+cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, int head_dim, const CopyBesidePlan& plan, void* dst,
+                               uint32_t* counters, int sms, cudaStream_t stream);
 
 // Stream-ordered scratch memory from the library's pool on the current
 // device; nullptr (and no sticky error) when it cannot be had.

@@ -102,6 +102,21 @@ __device__ __forceinline__ void run_v_zeroing(SharedStorage<Traits>& st, const k
   }
 }
 
+// The copy beside the attention (ForwardArgs::v_ready; padding_scrub.hpp):
+// spins until the pair's counter of copied chunks reaches `count` (acquire,
+// GPU scope), then orders what it saw before the TMA reads that follow
+// (async proxy). A wait-retry loop like the barrier waits: how often it
+// turns depends on the copy's progress, never on data (the counter's value
+// is public: public_pointers.audit; tools/validate/per_pc.py exempts the
+// loop by its shape).
+__device__ __forceinline__ void wait_pair_copied(const uint32_t* counter, uint32_t count) {
+  uint32_t copied;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(copied) : "l"(counter) : "memory");
+  } while (copied < count);  // public: progress
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                              const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
@@ -125,7 +140,9 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   // MUFU.RCP sit before ACQBULK (docs/perf-log.md).
   asm volatile("" ::"r"(cur.t), "r"(cur.tile.m_block), "r"(cur.tile.head), "r"(cur.tile.batch), "r"(cur.head_kv),
                "r"(cur.n_end));
-  pdl::wait_for_previous_grid();
+  // With the copy beside (v_ready), no wait for the copy kernel: the
+  // counters say when each pair is ready (public: the launcher's choice).
+  if (!Traits::kHasLengths || args.v_ready == nullptr) pdl::wait_for_previous_grid();
   timeline::cta_time(1);
   for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
     const Tile tile = cur.tile;
@@ -194,6 +211,9 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
         timeline::mark(0, 2 + 2 * it);
         if (it == 0) timeline::tile(0, tc, 3);
+        if constexpr (Traits::kHasLengths)
+          if (it == 0 && args.v_ready != nullptr)  // public: position, the launcher's choice
+            wait_pair_copied(args.v_ready + tile.batch * args.heads_kv + head_kv, args.v_ready_count);
         load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);
         timeline::mark(0, 3 + 2 * it);
         if (it == n_end - 1) timeline::tile(0, tc, 4);

@@ -210,6 +210,22 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
   return out;
 }
 
+// Host: one more than the highest (batch, kv head) pair that a tile of the
+// closed-form deal's first round reads (tiles 0 .. grid - 1 of a.tile_order;
+// not for schedule lists). With the head-major orders later rounds read
+// later pairs, so V's copy beside the attention (padding_scrub.hpp) copies
+// pairs [0, this) first, with the whole GPU, and the rest in order.
+template <int BM>
+int64_t first_round_pairs(const kernels::ForwardArgs& a, int64_t grid) {
+  const TileScheduler<BM> sched(a);
+  int64_t pairs = 0;
+  for (int32_t t = 0; t < grid && t < sched.total; ++t) {
+    const Tile x = sched.decode(t);
+    pairs = std::max<int64_t>(pairs, static_cast<int64_t>(x.batch) * a.heads_kv + x.head / a.kv_group + 1);
+  }
+  return pairs;
+}
+
 // Host: the snake deal's modelled busiest / mean load for `order`.
 template <int BM, int BN>
 double snake_balance(const kernels::ForwardArgs& a, int32_t grid, int32_t order) {
