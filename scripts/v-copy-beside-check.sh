@@ -21,4 +21,4 @@ echo "GPU suite, copy beside on 16 CTAs: $(DHP_SM90_V_COPY=beside DHP_SM90_GRID=
 echo "GPU suite, copy before: $(DHP_SM90_V_COPY=before build/hopper/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | tee "$out/suite-before.log" | brief)"
 echo "$(python3 tools/validate/per_pc.py build/hopper/src/libdhp_attention.so 2>&1 | tail -3)"
 ROUNDS="${ROUNDS:-7}" BENCH_ARGS="${BENCH_ARGS:---quick --only lengths}" OUT="$out/sweep" \
-  scripts/env-sweep.sh before="DHP_SM90_V_COPY=before" beside="" 2>&1 | tail -12
+  scripts/env-sweep.sh before="DHP_SM90_V_COPY=before" beside="" first16="DHP_SM90_V_COPY_FIRST=16" 2>&1 | tail -12

@@ -70,12 +70,23 @@ cudaError_t launch_v_copy(kernels::ForwardArgs& a, int grid, int sms, void* scra
   // uneven, and causal grids may take schedule lists) unless forced.
   const bool consider = force_beside || (!force_before && !a.causal && a.schedule == nullptr);
   const int64_t first_pairs = consider && a.schedule == nullptr ? first_round_pairs<Traits::kBlockM>(a, grid) : 1;
-  const CopyBesidePlan plan = consider ? plan_copy_beside(a, D, grid, sms, first_pairs, force_beside) : CopyBesidePlan{};
+  CopyBesidePlan plan = consider ? plan_copy_beside(a, D, grid, sms, first_pairs, force_beside) : CopyBesidePlan{};
+  // Experiment knobs (public): DHP_SM90_V_COPY_CTAS=N CTAs beside (1-8);
+  // DHP_SM90_V_COPY_FIRST=N pairs at least in the whole-grid first part.
+  static const char* ctas_env = std::getenv("DHP_SM90_V_COPY_CTAS");
+  static const char* first_env = std::getenv("DHP_SM90_V_COPY_FIRST");
+  if (plan.beside_ctas > 0 && ctas_env != nullptr) plan.beside_ctas = std::clamp(std::atoi(ctas_env), 1, 8);
+  if (plan.beside_ctas > 0 && first_env != nullptr)
+    plan.first_pairs = static_cast<int32_t>(std::clamp<int64_t>(std::atoi(first_env), plan.first_pairs,
+                                                                static_cast<int64_t>(a.batch) * a.heads_kv));
   const kernels::ForwardArgs original = a;
-  if (plan.beside_ctas > 0) {
-    auto* counters = reinterpret_cast<uint32_t*>(static_cast<char*>(scratch) + copy_beside_counters_offset(a, D));
-    if (const cudaError_t err = launch_copy_beside(original, D, plan, scratch, counters, sms, stream); err != cudaSuccess)
-      return err;
+  auto* counters = reinterpret_cast<uint32_t*>(static_cast<char*>(scratch) + copy_beside_counters_offset(a, D));
+  // Beside needs V as a TMA tensor map; where the driver refuses one
+  // (nothing launched yet), the copy runs before.
+  const cudaError_t beside =
+      plan.beside_ctas > 0 ? launch_copy_beside(original, plan, scratch, counters, sms, stream) : cudaErrorNotSupported;
+  if (beside != cudaSuccess && beside != cudaErrorNotSupported) return beside;
+  if (beside == cudaSuccess) {
     a.v_ready = counters;
     a.v_ready_count = plan.chunks_per_pair;
     a.v_stride_seq = D;  // packed [B, H_kv, S_k, D]

@@ -7,6 +7,9 @@
 
 #include "kernels/common/ct.cuh"
 #include "kernels/common/lengths.cuh"
+#include "kernels/common/launch_util.hpp"
+#include "kernels/sm90/tensor_map.hpp"
+#include "kernels/sm90/tma.cuh"
 
 // TEST-ONLY (scripts/length-timing-diag.sh): a public pattern in V's
 // padding instead of zeros; never set in a shipped build.
@@ -58,91 +61,158 @@ __global__ void __launch_bounds__(kThreads) scrub_v_padding(const __grid_constan
   }
 }
 
-// The copy beside the attention (padding_scrub.hpp, CopyBesidePlan). Item i
-// is chunk i % chunks_per_pair of pair i / chunks_per_pair: rows
-// chunk * chunk_rows .. + chunk_rows (below S_k) of that pair, 16 bytes per
-// thread and step, all kCopyLoads steps' loads in flight before the stores.
-// Items [0, first_pairs * chunks) are dealt over the whole grid; the rest,
-// in order, over CTAs 0 .. beside_ctas - 1, which stay while the attention
-// runs. After each item every thread fences its stores (GPU scope, and
-// towards the async proxy that the attention's TMA reads through), the CTA
-// meets at a barrier, and thread 0 adds 1 to the pair's counter with
-// release semantics. Every trip count, address and counter is public.
-constexpr int kCopyThreads = 1024, kCopyLoads = kCopyBesideChunkBytes / (16 * kCopyThreads);
-static_assert(kCopyLoads * 16 * kCopyThreads == kCopyBesideChunkBytes, "a chunk is whole thread steps");
-
-__device__ __forceinline__ void copy_item(const kernels::ForwardArgs& args, const CopyBesidePlan& plan,
-                                          int32_t chunks_per_row, uint4* __restrict__ dst, int32_t item) {
-  const int32_t pair = item / plan.chunks_per_pair, chunk = item % plan.chunks_per_pair;
-  const int32_t b = pair / args.heads_kv, h = pair % args.heads_kv;
-  int32_t L_q = 0, L_k = 0;
-  kernels::load_lengths(args, b, L_q, L_k);
-  uint4 x[kCopyLoads];
-  int32_t row[kCopyLoads], col[kCopyLoads];
-#pragma unroll
-  for (int j = 0; j < kCopyLoads; ++j) {
-    const int32_t e = j * kCopyThreads + static_cast<int32_t>(threadIdx.x);
-    row[j] = chunk * plan.chunk_rows + e / chunks_per_row, col[j] = e % chunks_per_row;
-    if (row[j] < args.seqlen_k) {  // public: past the padded length
-      const uint16_t* src = static_cast<const uint16_t*>(args.v) + b * args.v_stride_batch +
-                            static_cast<int64_t>(row[j]) * args.v_stride_seq + h * args.v_stride_head + col[j] * 8;
-      asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(x[j].x), "=r"(x[j].y), "=r"(x[j].z), "=r"(x[j].w)
-                   : "l"(src));
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < kCopyLoads; ++j) {
-    if (row[j] < args.seqlen_k) {  // public
-      const ct::Mask keep = ct::ct_mask_lt(row[j], L_k);  // secret L_k: selects the value only
-      uint4 y;
-      y.x = ct::ct_and_mask(keep, x[j].x), y.y = ct::ct_and_mask(keep, x[j].y);
-      y.z = ct::ct_and_mask(keep, x[j].z), y.w = ct::ct_and_mask(keep, x[j].w);
-      dst[(static_cast<int64_t>(pair) * args.seqlen_k + row[j]) * chunks_per_row + col[j]] = y;
-    }
-  }
-}
+// The copy beside the attention (padding_scrub.hpp, CopyBesidePlan), by the
+// copy engine: item i is chunk i % chunks_per_pair of pair i /
+// chunks_per_pair, rows chunk * chunk_rows .. + chunk_rows of that pair (64
+// KB; rows past S_k zero-filled by the load and clipped by the store). A CTA
+// takes items [0, first_pairs * chunks) dealt over the whole grid, then, if
+// it is one of the first beside_ctas, the rest dealt over those. Per CTA a
+// ring of kCopyBuffers chunk buffers: thread 0 keeps kCopyBuffers - 1 chunk
+// loads (TMA, 128-byte swizzle) in flight; all threads zero the rows at or
+// past L_k of the landed chunk in shared memory (a select per 16-byte piece:
+// the swizzle moves pieces within a row only), then thread 0 stores the
+// chunk (TMA) and, once an item's store group is complete, orders it before
+// a release add of 1 to the pair's counter. Every trip count, coordinate
+// and counter is public; L_k selects values only.
+// Why the copy engine: with 64 KB per SM in registers (ld/st through the
+// SM) four CTAs copied ≈ 19 GB/s each, too slow to stay ahead of the
+// attention (docs/perf-log.md, session 28).
+constexpr int kCopyThreads = 512, kCopyBuffers = 3;
+constexpr int kCopySmem = kCopyBuffers * kCopyBesideChunkBytes + 1024;  // + alignment slack
+constexpr int kCopyPieces = kCopyBesideChunkBytes / 16 / kCopyThreads;
+static_assert(kCopyPieces * 16 * kCopyThreads == kCopyBesideChunkBytes, "a chunk is whole 16-byte pieces per thread");
 
 __global__ void __launch_bounds__(kCopyThreads) copy_v_beside(const __grid_constant__ kernels::ForwardArgs args,
-                                                              const CopyBesidePlan plan, int32_t chunks_per_row,
-                                                              uint4* __restrict__ dst, uint32_t* __restrict__ counters) {
+                                                              const CopyBesidePlan plan,
+                                                              const __grid_constant__ CUtensorMap src,
+                                                              const __grid_constant__ CUtensorMap dst,
+                                                              uint32_t* __restrict__ counters) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Every CTA lets the attention launch as soon as it runs: the attention's
   // CTAs then start only once all of these have started, so none of its
   // waits can be on a CTA that is not running.
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  const int32_t first_items = plan.first_pairs * plan.chunks_per_pair;
-  const int32_t items = args.batch * args.heads_kv * plan.chunks_per_pair;
+  pdl::allow_next_grid();
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint64_t full[kCopyBuffers];
+  uint8_t* const ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  const int t = static_cast<int>(threadIdx.x);
+  if (t == 0) {
+    for (int b = 0; b < kCopyBuffers; ++b) tma::barrier_init(&full[b], 1);
+    tma::barrier_init_fence();
+    tma::prefetch_map(&src);
+    tma::prefetch_map(&dst);
+  }
+  __syncthreads();
   const int32_t cta = static_cast<int32_t>(blockIdx.x), grid = static_cast<int32_t>(gridDim.x);
-  auto done = [&](int32_t item) {
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {  // public
-      uint32_t* c = counters + item / plan.chunks_per_pair;
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
-    }
+  const int32_t cpp = plan.chunks_per_pair, first_items = plan.first_pairs * cpp;
+  const int32_t items = args.batch * args.heads_kv * cpp;
+  const int32_t n_first = cta < first_items ? (first_items - 1 - cta) / grid + 1 : 0;
+  const int32_t n_beside =
+      cta < plan.beside_ctas && first_items + cta < items ? (items - 1 - first_items - cta) / plan.beside_ctas + 1 : 0;
+  const int32_t n = n_first + n_beside;
+  auto item_of = [&](int32_t k) {
+    return k < n_first ? cta + k * grid : first_items + cta + (k - n_first) * plan.beside_ctas;
   };
-  for (int32_t i = cta; i < first_items; i += grid) {  // public trip count
-    copy_item(args, plan, chunks_per_row, dst, i);
-    done(i);
+  // A chunk is row_boxes x col_boxes TMA boxes of box_rows x 64 columns.
+  const int32_t col_boxes = plan.head_dim / 64, row_boxes = plan.chunk_rows / plan.box_rows;
+  auto copy_boxes = [&](int32_t k, bool load) {  // thread 0; public coordinates
+    const int32_t item = item_of(k), pair = item / cpp, row0 = (item % cpp) * plan.chunk_rows;
+    const int32_t b = pair / args.heads_kv, h = pair % args.heads_kv;
+    uint8_t* buf = ring + (k % kCopyBuffers) * kCopyBesideChunkBytes;
+    for (int32_t rb = 0; rb < row_boxes; ++rb)
+      for (int32_t cb = 0; cb < col_boxes; ++cb) {
+        uint8_t* box = buf + (rb * col_boxes + cb) * plan.box_rows * 128;
+        if (load)
+          tma::load_4d(box, &src, cb * 64, row0 + rb * plan.box_rows, h, b, &full[k % kCopyBuffers]);
+        else
+          tma::store_4d(&dst, box, cb * 64, row0 + rb * plan.box_rows, h, b);
+      }
+  };
+  auto issue_load = [&](int32_t k) {
+    tma::arrive_expect_bytes(&full[k % kCopyBuffers], kCopyBesideChunkBytes);
+    copy_boxes(k, true);
+  };
+  auto release = [&](int32_t k) {  // item k's store group is complete
+    tma::fence_proxy_global();
+    uint32_t* c = counters + item_of(k) / cpp;
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
+  };
+  if (t == 0)
+    for (int32_t k = 0; k < kCopyBuffers - 1 && k < n; ++k) issue_load(k);  // public trip count
+  for (int32_t k = 0; k < n; ++k) {  // public trip count
+    tma::wait<true>(&full[k % kCopyBuffers], (k / kCopyBuffers) & 1);
+    const int32_t item = item_of(k), pair = item / cpp, row0 = (item % cpp) * plan.chunk_rows;
+    int32_t L_q = 0, L_k = 0;
+    kernels::load_lengths(args, pair / args.heads_kv, L_q, L_k);
+    const uint32_t base =
+        static_cast<uint32_t>(__cvta_generic_to_shared(ring + (k % kCopyBuffers) * kCopyBesideChunkBytes));
+#pragma unroll
+    for (int j = 0; j < kCopyPieces; ++j) {
+      const int32_t i = t + j * kCopyThreads;              // 16-byte piece of the chunk
+      const int32_t box = i / (plan.box_rows * 8), in_box = i % (plan.box_rows * 8);
+      const int32_t row = row0 + (box / col_boxes) * plan.box_rows + in_box / 8;
+      uint32_t x0, x1, x2, x3;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3) : "r"(base + 16 * i));
+      const ct::Mask keep = ct::ct_mask_lt(row, L_k);  // secret L_k: a select
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(ct::ct_and_mask(keep, x0)),
+                   "r"(ct::ct_and_mask(keep, x1)), "r"(ct::ct_and_mask(keep, x2)), "r"(ct::ct_and_mask(keep, x3))
+                   : "memory");
+    }
+    tma::fence_generic_to_async();  // the store reads these bytes through the async proxy
+    __syncthreads();
+    if (t == 0) {
+      copy_boxes(k, false);
+      tma::store_commit();
+      // The next load goes to the buffer of item k - 1, whose store must
+      // have read it (at most one group, item k's, still reading).
+      if (k + kCopyBuffers - 1 < n) {  // public
+        tma::store_wait_read<1>();
+        issue_load(k + kCopyBuffers - 1);
+      }
+      if (k >= 2) {  // public: item k - 2's writes complete
+        tma::store_wait_complete<2>();
+        release(k - 2);
+      }
+    }
   }
-  if (cta >= plan.beside_ctas) return;  // public: the CTAs that stay
-  for (int32_t i = first_items + cta; i < items; i += plan.beside_ctas) {  // public trip count
-    copy_item(args, plan, chunks_per_row, dst, i);
-    done(i);
+  if (t == 0) {
+    tma::store_wait_complete<0>();
+    for (int32_t k = n - 2 < 0 ? 0 : n - 2; k < n; ++k) release(k);  // public trip count
   }
+#endif
 }
 
 }  // namespace
 
-cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, int head_dim, const CopyBesidePlan& plan, void* dst,
+cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePlan& plan, void* dst,
                                uint32_t* counters, int sms, cudaStream_t stream) {
   const int64_t pairs = static_cast<int64_t>(a.batch) * a.heads_kv;
+  const int D = plan.head_dim;
+  // Source: V as given; destination: the packed copy [B, H_kv, S_k, D].
+  TensorMapSpec s_src, s_dst;
+  s_src.rank = s_dst.rank = 4;
+  s_src.dims[0] = s_dst.dims[0] = D, s_src.dims[1] = s_dst.dims[1] = a.seqlen_k;
+  s_src.dims[2] = s_dst.dims[2] = a.heads_kv, s_src.dims[3] = s_dst.dims[3] = a.batch;
+  // Strides of size-1 dimensions are never used: packed ones (TMA accepts those).
+  const uint64_t seq = a.seqlen_k > 1 ? a.v_stride_seq * 2 : static_cast<uint64_t>(D) * 2;
+  const uint64_t head = a.heads_kv > 1 ? a.v_stride_head * 2 : seq * a.seqlen_k;
+  s_src.strides_bytes[0] = seq, s_src.strides_bytes[1] = head;
+  s_src.strides_bytes[2] = a.batch > 1 ? a.v_stride_batch * 2 : head * a.heads_kv;
+  s_dst.strides_bytes[0] = static_cast<uint64_t>(D) * 2, s_dst.strides_bytes[1] = s_dst.strides_bytes[0] * a.seqlen_k;
+  s_dst.strides_bytes[2] = s_dst.strides_bytes[1] * a.heads_kv;
+  s_src.box[0] = s_dst.box[0] = 64, s_src.box[1] = s_dst.box[1] = plan.box_rows;
+  s_src.box[2] = s_dst.box[2] = s_src.box[3] = s_dst.box[3] = 1;
+  CUtensorMap m_src, m_dst;
+  if (!encode_tensor_map(m_src, a.v, s_src).empty() || !encode_tensor_map(m_dst, dst, s_dst).empty())
+    return cudaErrorNotSupported;
+  static thread_local int configured_device = -1;
+  if (const cudaError_t err = kernels::ensure_smem_limit(&copy_v_beside, kCopySmem, configured_device);
+      err != cudaSuccess)
+    return err;
   if (const cudaError_t err = cudaMemsetAsync(counters, 0, 4 * pairs, stream); err != cudaSuccess) return err;
   const int64_t first_items = static_cast<int64_t>(plan.first_pairs) * plan.chunks_per_pair;
   const int64_t grid = first_items > sms ? sms : first_items > plan.beside_ctas ? first_items : plan.beside_ctas;
-  copy_v_beside<<<static_cast<unsigned>(grid), kCopyThreads, 0, stream>>>(a, plan, head_dim / 8,
-                                                                           static_cast<uint4*>(dst), counters);
+  copy_v_beside<<<static_cast<unsigned>(grid), kCopyThreads, kCopySmem, stream>>>(a, plan, m_src, m_dst, counters);
   return cudaGetLastError();
 }
 

@@ -59,7 +59,7 @@ cudaError_t launch_padding_scrub(const kernels::ForwardArgs& a, int head_dim, vo
 // first `first_pairs` pairs copied by the whole copy grid, the rest by
 // `beside_ctas` CTAs. beside_ctas == 0: copy before the attention instead.
 struct CopyBesidePlan {
-  int32_t chunk_rows = 0, chunks_per_pair = 0, first_pairs = 0, beside_ctas = 0;
+  int32_t head_dim = 0, chunk_rows = 0, box_rows = 0, chunks_per_pair = 0, first_pairs = 0, beside_ctas = 0;
 };
 inline constexpr int kCopyBesideMaxCtas = 4;
 inline constexpr int kCopyBesideChunkBytes = 64 * 1024;
@@ -76,7 +76,9 @@ inline CopyBesidePlan plan_copy_beside(const kernels::ForwardArgs& a, int head_d
   const int64_t pairs = static_cast<int64_t>(a.batch) * a.heads_kv;
   const int64_t idle = sms - grid;
   if (pairs < 1 || (!force && (idle < 2 || first_pairs >= pairs))) return p;
+  p.head_dim = head_dim;
   p.chunk_rows = kCopyBesideChunkBytes / (2 * head_dim);
+  p.box_rows = p.chunk_rows < 256 ? p.chunk_rows : 256;  // a TMA box spans at most 256 rows
   p.chunks_per_pair = static_cast<int32_t>((a.seqlen_k + p.chunk_rows - 1) / p.chunk_rows);
   p.first_pairs = static_cast<int32_t>(first_pairs < pairs ? first_pairs : pairs);
   p.beside_ctas = static_cast<int32_t>(idle < 1 ? 1 : idle < kCopyBesideMaxCtas ? idle : kCopyBesideMaxCtas);
@@ -96,7 +98,9 @@ inline size_t copy_beside_bytes(const kernels::ForwardArgs& a, int head_dim) {
 // each pair's rows contiguous) on `stream`; the attention must follow it at
 // once, launched with programmatic stream serialization, and wait on the
 // counters (ForwardArgs::v_ready, v_ready_count = plan.chunks_per_pair).
-cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, int head_dim, const CopyBesidePlan& plan, void* dst,
+// cudaErrorNotSupported, with nothing enqueued, where V or the copy cannot
+// be described as a TMA tensor map.
+cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePlan& plan, void* dst,
                                uint32_t* counters, int sms, cudaStream_t stream);
 
 // Stream-ordered scratch memory from the library's pool on the current

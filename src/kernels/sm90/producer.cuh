@@ -114,7 +114,7 @@ __device__ __forceinline__ void wait_pair_copied(const uint32_t* counter, uint32
   do {
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(copied) : "l"(counter) : "memory");
   } while (copied < count);  // public: progress
-  asm volatile("fence.proxy.async.global;" ::: "memory");
+  tma::fence_proxy_global();
 }
 
 template <typename Traits>

@@ -89,6 +89,15 @@ template <int N>
 __device__ __forceinline__ void store_wait_read() {
   cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<N>{});
 }
+// Waits until at most N of this thread's store groups are incomplete: the
+// older ones' writes to global memory are done (visible to this thread).
+template <int N>
+__device__ __forceinline__ void store_wait_complete() {
+  cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<N>{});
+}
+// Orders this thread's global-memory accesses across the generic and async
+// proxies (TMA reads after an acquire; a release after TMA writes).
+__device__ __forceinline__ void fence_proxy_global() { cuda::ptx::fence_proxy_async(cuda::ptx::space_global); }
 // Orders this thread's generic-proxy shared-memory writes before later
 // async-proxy (TMA) accesses of the same bytes.
 __device__ __forceinline__ void fence_generic_to_async() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
