@@ -18,6 +18,7 @@ echo "GPU suite, D64 32-row tiles: $(DHP_SM90_D64_ROWS=32 build/suite/tests/dhp_
 echo "GPU suite, D256 one GEMM in flight wherever built (no secret lengths): $(DHP_SM90_D256_ONE_GEMM=1 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
 echo "GPU suite, causal schedule lists wherever tiles outnumber CTAs: $(DHP_SM90_SCHEDULE_TABLE=2 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
 echo "GPU suite, one CTA per SM everywhere: $(DHP_SM90_GRID=full build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
+echo "GPU suite, V copy beside the attention wherever there are lengths, 16-CTA grid: $(DHP_SM90_V_COPY=beside DHP_SM90_GRID=16 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
 echo "GPU suite, D256 overlapped loop everywhere: $(DHP_SM90_D256_ONE_GEMM=0 build/suite/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' ')"
 python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 || { echo "pip install failed"; tail -5 "$out/pip.log"; exit 1; }
 (cd /tmp && python3 -m dhp_attention.bench --out-dir "$out" ${BENCH_FLAGS:-}) > "$out/bench.log" 2>&1

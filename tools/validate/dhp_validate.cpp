@@ -395,7 +395,10 @@ int run_sanitize() {
       {DType::kBFloat16, 1, 6, 3, 470, 500, 64, true, LengthMode::kNone, true},
       // Causal shared lengths at D = 256: V's padding zeroed in shared
       // memory in two-key-tile bands (80-key tiles), no copy of V.
-      {DType::kFloat16, 2, 2, 1, 300, 300, 256, true, LengthMode::kShared, true}};
+      {DType::kFloat16, 2, 2, 1, 300, 300, 256, true, LengthMode::kShared, true},
+      // V's copy beside the attention (sm90 padding_scrub.hpp): 136 tiles on
+      // 68 CTAs, the copy engine's ring, the counters and their waits.
+      {DType::kFloat16, 4, 34, 34, 128, 700, 128, false, LengthMode::kSeparate, true}};
   for (const Cfg& c : cfgs) {
     Problem p;
     p.dtype = c.dt; p.batch = c.B; p.heads_q = c.Hq; p.heads_kv = c.Hkv; p.seqlen_q = c.Sq;

@@ -55,6 +55,10 @@ GATE1 = [
     # D128 non-causal from S_k = 2048 takes 160-key tiles (a kernel of its
     # own); 2100 keys leave a partial last tile.
     ("bf16 D128 shared, 160-key tiles", "--dtype bf16 --batch 1 --heads 2 --seqlen 2100 --head-dim 128 --lengths shared"),
+    # V's copy beside the attention (padding_scrub.hpp): non-causal D128,
+    # 136 tiles on 68 CTAs, the second round's pairs copied by 4 CTAs while
+    # the first runs; the producers wait on the copy's counters.
+    ("fp16 D128 separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --lengths separate"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
@@ -98,6 +102,9 @@ REPRO = [
     # The half-row kernel alone (B = 1: 32-row tiles); on 132 SMs the batch
     # placements take 32 (B = 3), 64 (B = 4, 5) and 192 rows (B = 7).
     ("bf16 D64 none, 32-row tiles", "--dtype bf16 --batch 1 --heads 2 --seqlen 600 --head-dim 64"),
+    # V's copy beside the attention (two rounds of 68 CTAs at B = 4; the batch
+    # placements take it or the copy before, bitwise alike).
+    ("fp16 D128 separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --lengths separate"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
@@ -512,7 +519,7 @@ def summary_md(ctx):
                               for c in d.get("batch_cases", []))
             out.append(f"| {d.get('problem', d['name'])} | {d.get('launches')} | {d.get('mismatched_launches')} | {cases} | {d['result']} |")
     if r["steps"].get("sanitize"):
-        out.append("\n## compute-sanitizer (`dhp_validate sanitize`: 5 small configurations)\n\n| tool | summary | result |\n|---|---|---|")
+        out.append("\n## compute-sanitizer (`dhp_validate sanitize`: its small configurations)\n\n| tool | summary | result |\n|---|---|---|")
         for d in r["steps"]["sanitize"]:
             out.append(f"| {d['tool']} | {d['summary']} | {d['result']} |")
     return "\n".join(out) + "\n"
