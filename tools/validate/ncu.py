@@ -10,14 +10,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The shipped attention kernels and the control share the template name; with
-# secret key lengths the Hopper path also runs scrub_v_padding (the
-# zero-padded copy of V), which reads secrets too and is gated the same way.
-KERNEL_REGEX = "regex:attention_forward|scrub_v_padding"
+# secret key lengths the Hopper path also runs scrub_v_padding or
+# copy_v_beside (the zero-padded copy of V, before or beside the attention),
+# which read secrets too and are gated the same way.
+KERNEL_REGEX = "regex:attention_forward|scrub_v_padding|copy_v_beside"
 
 
 def kernel_family(name):
     """Groups profiled launches: one forward call may run more than one kernel."""
-    return "scrub_v_padding" if "scrub_v_padding" in str(name) else "attention"
+    for copy in ("scrub_v_padding", "copy_v_beside"):
+        if copy in str(name):
+            return copy
+    return "attention"
 
 
 def run(cmd, log=None, timeout=None, env=None):
@@ -181,7 +185,7 @@ def perf_profile(exe, cfg, csv_path, log):
     known = available_metrics()
     metrics, _ = usable([m for _, m, _ in PERF], known)
     # The attention kernel of the second call (--launch-skip counts only the
-    # kernels the name filter matches; the V padding scrub is left out).
+    # kernels the name filter matches; the copies of V are left out).
     rc, out = profile([exe, "profile", *cfg.split()], metrics, csv_path, log,
                       extra=["--launch-skip", "1", "--launch-count", "1"], kernel_regex="regex:attention_forward")
     return perf_record(rc, csv_path, cfg)
