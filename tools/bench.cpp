@@ -23,17 +23,20 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) custom.push_back(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: dhp_bench [--quick] [--only dense|lengths|graph] [--case B,H,S,D[,causal[,graph]]]... [--out FILE.tsv]\n");
+      std::fprintf(stderr, "usage: dhp_bench [--quick] [--only dense|lengths|graph] [--case B,H,S,D[,causal[,graph[,lengths]]]]... [--out FILE.tsv]\n");
       return 2;
     }
   }
-  // --case rows, checked before anything runs: B,H,S,D[,causal[,graph]].
-  std::vector<std::array<long long, 6>> specs;
+  // --case rows, checked before anything runs: B,H,S,D[,causal[,graph[,lengths]]]
+  // (lengths: 0 none, 1 separate random, 2 shared random).
+  std::vector<std::array<long long, 7>> specs;
   for (const std::string& spec : custom) {  // e.g. 16,8,1024,64,0,1 = B16 H8 S1024 D64 non-causal, graph replay
-    std::array<long long, 6> v = {0, 0, 0, 0, 0, 0};
-    const int n = std::sscanf(spec.c_str(), "%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
-    if (n < 4 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1) {
-      std::fprintf(stderr, "--case %s: want B,H,S,D[,causal[,graph]] with positive B, H, S, D\n", spec.c_str());
+    std::array<long long, 7> v = {0, 0, 0, 0, 0, 0, 0};
+    const int n = std::sscanf(spec.c_str(), "%lld,%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4],
+                              &v[5], &v[6]);
+    if (n < 4 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[6] < 0 || v[6] > 2) {
+      std::fprintf(stderr, "--case %s: want B,H,S,D[,causal[,graph[,lengths]]] with positive B, H, S, D and lengths 0-2\n",
+                   spec.c_str());
       return 2;
     }
     specs.push_back(v);
@@ -82,7 +85,10 @@ int main(int argc, char** argv) {
       for (int64_t S : {128, 256, 1024, 2048}) add(DType::kFloat16, 1, 8, S, 64, false, testing::Lengths::kNone, 20);
   };
   if (specs.empty()) add_grid();
-  for (const auto& v : specs) add(DType::kFloat16, v[0], v[1], v[2], v[3], v[4] != 0, testing::Lengths::kNone, v[5] != 0 ? 20 : 0);
+  for (const auto& v : specs)
+    add(DType::kFloat16, v[0], v[1], v[2], v[3], v[4] != 0,
+        v[6] == 1 ? testing::Lengths::kSeparate : v[6] == 2 ? testing::Lengths::kShared : testing::Lengths::kNone,
+        v[5] != 0 ? 20 : 0);
   FILE* out = out_path ? std::fopen(out_path, "w") : nullptr;
   if (out) std::fprintf(out, "dtype\tB\tH\tS\tD\tcausal\tmedian_ms\tmin_ms\ttflops\tmode\n");
   std::printf("%-5s %3s %3s %6s %4s %6s %10s %8s\n", "dtype", "B", "H", "S", "D", "causal", "median_ms", "TFLOP/s");

@@ -136,7 +136,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a_in, void* v_copy, cud
                        : balanced ? static_cast<int>(fewest_ctas_same_rounds(tiles, sms))
                        : grid_env != nullptr && !one_per_tile && std::atoi(grid_env) > 0
                            ? std::min(std::atoi(grid_env), sms)
-                           : static_cast<int>(persistent_ctas(a, tiles, sms, Traits::kHeadDim));
+                           : static_cast<int>(persistent_ctas(a, tiles, sms, Traits::kHeadDim, v_copy != nullptr));
   const int grid = static_cast<int>(tiles < grid_cap || one_per_tile ? tiles : grid_cap);
   // tile_of(r + 1) reaches (r + 2) * grid: with one CTA per tile, 2 * tiles.
   if (one_per_tile && tiles > (INT32_MAX - 1024) / 2) return cudaErrorNotSupported;

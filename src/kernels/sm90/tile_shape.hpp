@@ -46,9 +46,14 @@ inline int64_t fewest_ctas_same_rounds(int64_t tiles, int sms) {
 // rounds. Measured +0.3 to +1.2 % on those rows on the H100 and the H200
 // (their tiles are equal; the SMs left out leave the others power), while
 // D = 64 / 256 and causal rows moved either way (docs/perf-log.md, sessions
-// 19 and 25). Public shape only; it never changes a tile's arithmetic.
-inline int64_t persistent_ctas(const kernels::ForwardArgs& a, int64_t tiles, int sms, int head_dim) {
-  return head_dim == 128 && !a.causal ? fewest_ctas_same_rounds(tiles, sms) : sms;
+// 19 and 25). `v_copy`: the call makes V's zero-padded copy (secret key
+// lengths, sm90/padding_scrub.hpp), which runs beside the attention on the
+// SMs such a grid leaves idle: every head dim then takes the fewest CTAs
+// (docs/perf-log.md, session 28). Public shape only; it never changes a
+// tile's arithmetic.
+inline int64_t persistent_ctas(const kernels::ForwardArgs& a, int64_t tiles, int sms, int head_dim,
+                               bool v_copy = false) {
+  return (head_dim == 128 || v_copy) && !a.causal ? fewest_ctas_same_rounds(tiles, sms) : sms;
 }
 
 }  // namespace dhp::sm90
