@@ -174,9 +174,10 @@ TEST(PersistentGrid, FewestCtasWithTheSameRoundsForD128NonCausal) {
   EXPECT_EQ(sm90::persistent_ctas(shape(16, 16, 1024, true), 2048, 132, 128), 132);   // causal: one per SM
   EXPECT_EQ(sm90::persistent_ctas(shape(16, 32, 1024, false), 3072, 132, 64), 132);   // D = 64: one per SM
   EXPECT_EQ(sm90::persistent_ctas(shape(8, 8, 2048, false), 1024, 132, 256), 132);    // D = 256: one per SM
-  // With V's padded copy (secret key lengths) every head dim takes the
-  // fewest CTAs, leaving SMs for the copy beside; causal still one per SM.
-  EXPECT_EQ(sm90::persistent_ctas(shape(16, 32, 1024, false), 3072, 132, 64, true), 128);
+  // With V's padded copy (secret key lengths) D = 256 takes the fewest CTAs
+  // too, leaving SMs for the copy beside; D = 64 (unequal 192-row tiles) and
+  // causal grids still one per SM.
+  EXPECT_EQ(sm90::persistent_ctas(shape(16, 32, 1024, false), 3072, 132, 64, true), 132);
   EXPECT_EQ(sm90::persistent_ctas(shape(8, 8, 2048, false), 1024, 132, 256, true), 128);
   EXPECT_EQ(sm90::persistent_ctas(shape(8, 8, 2048, true), 1024, 132, 256, true), 132);
   EXPECT_EQ(sm90::fewest_ctas_same_rounds(1000, 132), 125);

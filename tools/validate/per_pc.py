@@ -110,23 +110,44 @@ def retry_op(inst, flags=frozenset()):
 
 def counter_loop(body, bpred, bneg):
     """A counter wait: nothing but one unpredicated LDG.E.STRONG.GPU into R,
-    COUNTER_OPS, one unpredicated ISETP that reads R and writes the loop's
-    predicate alone, and the closing @!P BRA (the only branch). Nothing in it
-    writes what the load's address is formed from, and nothing computes."""
-    loads = [b for b in body if b[3] == "LDG.E.STRONG.GPU"]
-    sets = [b for b in body if b[3].startswith("ISETP.")]
-    if len(loads) != 1 or len(sets) != 1 or not bneg or loads[0][2] or sets[0][2]:
+    COUNTER_OPS, one unpredicated ISETP after the load that compares R with a
+    constant (an immediate, a constant-bank operand, or a uniform register
+    loaded from the constant bank in the loop) and writes the loop's
+    predicate alone (no other predicate source), and the closing @!P BRA
+    (the only branch). Nothing in it writes what the load's address is
+    formed from, the load included, so every turn reads the same counter and
+    compares it with the same public bound."""
+    loads = [i for i, b in enumerate(body) if b[3] == "LDG.E.STRONG.GPU"]
+    sets = [i for i, b in enumerate(body) if b[3].startswith("ISETP.")]
+    if len(loads) != 1 or len(sets) != 1 or not bneg or loads[0] > sets[0]:
         return False
-    dest, address = (o.strip() for o in loads[0][4].split(",", 1))
-    ops = [o.strip() for o in sets[0][4].split(",")]
-    if len(ops) < 3 or ops[0] != bpred or ops[1] != "PT" or dest not in ops[2:]:
+    load, cmp = body[loads[0]], body[sets[0]]
+    if load[2] or cmp[2]:
         return False
-    written = {o[4].split(",")[0].strip() for o in body if o[3] in ("ULDC",)}
-    if any(w.split(".")[0] in address for w in written if w):
+    dest, address = (o.strip() for o in load[4].split(",", 1))
+    ops = [o.strip() for o in cmp[4].split(",")]
+    # ISETP.cc P, PT, a, b, PT: one destination, both sources, a plain PT.
+    if len(ops) != 5 or ops[0] != bpred or ops[1] != "PT" or ops[4] != "PT" or dest not in ops[2:4]:
         return False
-    rest = [b for b in body[:-1] if b is not loads[0] and b is not sets[0]]
-    return all(b[3] in COUNTER_OPS and not b[2] for b in rest) and body[-1][3] == "BRA" and \
-        sum(b[3] == "BRA" for b in body) == 1
+    other = ops[3] if ops[2] == dest else ops[2]
+    uldc = {o[4].split(",")[0].strip(): o[4] for o in body if o[3].startswith("ULDC")}
+    constant = other.startswith("0x") or other.lstrip("-").isdigit() or other.startswith("c[") or \
+        (other in uldc and "c[" in uldc[other])
+    if not constant:
+        return False
+    # The address's registers, both halves of a 64-bit pair (R4.64: R4, R5);
+    # the load (32 bits: its opcode has no width) and every ULDC must write
+    # none of them.
+    regs = set()
+    for prefix, num, wide in re.findall(r"(U?R)(\d+)(\.64)?", address):
+        regs.add(f"{prefix}{num}")
+        if wide:
+            regs.add(f"{prefix}{int(num) + 1}")
+    if regs & ({dest} | set(uldc)):
+        return False
+    rest = [x for i, x in enumerate(body[:-1]) if i not in (loads[0], sets[0])]
+    return all(x[3] in COUNTER_OPS and not x[2] for x in rest) and body[-1][3] == "BRA" and \
+        sum(x[3] == "BRA" for x in body) == 1
 
 
 def retry_blocks(insts, base=0):
@@ -425,12 +446,19 @@ def selftest(check):
     ex7, _, bl7, _ = retry_blocks(parse_sass(counter), base)
     check(ex7 == {0x10, 0x20, 0x30, 0x40, 0x50, 0x60} and bl7 == [(0x10, 0x60)],
           "the counter wait loop is exempt, not what surrounds it")
+    swapped = dict(counter)  # the compare before the load: its first turn compares a value from before the loop
+    swapped[0x10], swapped[0x50] = counter[0x50], counter[0x10]
+    check(not retry_blocks(parse_sass(swapped), base)[0], "a counter loop that compares before it loads is not exempt")
     for off, line, what in ((0x30, "IADD3 R4, R4, 0x4, RZ", "a counter loop that moves its address"),
                             (0x30, "FADD R2, R2, R3", "a counter loop that computes"),
                             (0x50, "ISETP.GE.U32.AND P0, PT, R9, UR4, PT", "a loop whose compare does not read the load"),
                             (0x60, "@!P1 BRA 0x7010", "a loop on another predicate than its compare's"),
                             (0x40, "ULDC.64 UR18, c[0x0][0x208]", "a loop that reloads the load's descriptor"),
-                            (0x20, "@P2 CCTL.IVALL", "a predicated instruction in a counter loop")):
+                            (0x20, "@P2 CCTL.IVALL", "a predicated instruction in a counter loop"),
+                            (0x50, "ISETP.GE.U32.AND P0, PT, R8, R9, PT", "a loop whose bound is a register from outside"),
+                            (0x50, "ISETP.GE.U32.OR P0, PT, R8, UR4, P1", "a loop whose compare takes another predicate"),
+                            (0x10, "LDG.E.STRONG.GPU R4, desc[UR18][R4.64]", "a loop whose load overwrites its address"),
+                            (0x10, "LDG.E.STRONG.GPU R5, desc[UR18][R4.64]", "a loop whose load overwrites half its address")):
         changed = dict(counter)
         changed[off] = line
         check(not retry_blocks(parse_sass(changed), base)[0], f"{what} is not exempt")

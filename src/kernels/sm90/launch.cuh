@@ -204,7 +204,8 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a_in, void* v_copy, cud
     return cudaErrorNotSupported;
   // Programmatic dependent launch: this kernel's set-up (barriers, tensor
   // map prefetch) may overlap the end of the previous kernel in the stream;
-  // the kernel waits (griddepcontrol.wait) before its first global access.
+  // the kernel waits (griddepcontrol.wait) before its first global access
+  // (behind V's copy beside it, for the copy's counters instead: launch_v_copy).
   // DHP_SM90_PDL=0 launches without it (A/B).
   static const char* pdl_env = std::getenv("DHP_SM90_PDL");
   cudaLaunchAttribute attr[1];

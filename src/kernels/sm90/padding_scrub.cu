@@ -202,15 +202,19 @@ cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePl
   s_dst.strides_bytes[2] = s_dst.strides_bytes[1] * a.heads_kv;
   s_src.box[0] = s_dst.box[0] = 64, s_src.box[1] = s_dst.box[1] = plan.box_rows;
   s_src.box[2] = s_dst.box[2] = s_src.box[3] = s_dst.box[3] = 1;
+  // (A bitwise copy: the maps' fp16 element type serves bf16 V alike.)
   CUtensorMap m_src, m_dst;
   if (!encode_tensor_map(m_src, a.v, s_src).empty() || !encode_tensor_map(m_dst, dst, s_dst).empty())
     return cudaErrorNotSupported;
   static thread_local int configured_device = -1;
-  if (const cudaError_t err = kernels::ensure_smem_limit(&copy_v_beside, kCopySmem, configured_device);
-      err != cudaSuccess)
-    return err;
-  if (const cudaError_t err = cudaMemsetAsync(counters, 0, 4 * pairs, stream); err != cudaSuccess) return err;
+  if (kernels::ensure_smem_limit(&copy_v_beside, kCopySmem, configured_device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cudaErrorNotSupported;  // nothing enqueued: the copy runs before instead
+  }
+  // Every item must have a CTA: the beside CTAs are CTAs of this grid.
+  if (plan.beside_ctas < 1 || plan.beside_ctas > sms) return cudaErrorNotSupported;
   const int64_t first_items = static_cast<int64_t>(plan.first_pairs) * plan.chunks_per_pair;
+  if (const cudaError_t err = cudaMemsetAsync(counters, 0, 4 * pairs, stream); err != cudaSuccess) return err;
   const int64_t grid = first_items > sms ? sms : first_items > plan.beside_ctas ? first_items : plan.beside_ctas;
   copy_v_beside<<<static_cast<unsigned>(grid), kCopyThreads, kCopySmem, stream>>>(a, plan, m_src, m_dst, counters);
   return cudaGetLastError();

@@ -222,6 +222,13 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     ++tc;
     cur = scheduled_tile<BM, BN>(args, sched, r + 1);  // while the consumers work on this tile
   }
+  // With the copy beside, the kernel read the copy's output under its
+  // counters without waiting for the copy grid; the PTX ISA asks a dependent
+  // grid to wait (griddepcontrol.wait) all the same, so that its completion
+  // implies the copy's. By now every pair's counter is complete: the copy
+  // has finished or is finishing, and the wait costs nothing (public).
+  if constexpr (Traits::kHasLengths)
+    if (args.v_ready != nullptr) pdl::wait_for_previous_grid();
 }
 
 }  // namespace dhp::sm90

@@ -48,12 +48,15 @@ inline int64_t fewest_ctas_same_rounds(int64_t tiles, int sms) {
 // D = 64 / 256 and causal rows moved either way (docs/perf-log.md, sessions
 // 19 and 25). `v_copy`: the call makes V's zero-padded copy (secret key
 // lengths, sm90/padding_scrub.hpp), which runs beside the attention on the
-// SMs such a grid leaves idle: every head dim then takes the fewest CTAs
-// (docs/perf-log.md, session 28). Public shape only; it never changes a
-// tile's arithmetic.
+// SMs such a grid leaves idle: D = 256 then takes the fewest CTAs too (+1.5 %
+// net on the H100: the copy beside gained 4 %, the smaller grid cost its
+// secret-length kernel 2.5 %). Not D = 64: its non-causal 192-row tiles end
+// each head with a cheaper partial one, so the rounds argument does not hold
+// (128 CTAs cost it 2.7 %, the copy beside gained 0.5 %: docs/perf-log.md,
+// session 28). Public shape only; it never changes a tile's arithmetic.
 inline int64_t persistent_ctas(const kernels::ForwardArgs& a, int64_t tiles, int sms, int head_dim,
                                bool v_copy = false) {
-  return (head_dim == 128 || v_copy) && !a.causal ? fewest_ctas_same_rounds(tiles, sms) : sms;
+  return (head_dim == 128 || (v_copy && head_dim == 256)) && !a.causal ? fewest_ctas_same_rounds(tiles, sms) : sms;
 }
 
 }  // namespace dhp::sm90
