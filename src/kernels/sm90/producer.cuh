@@ -225,10 +225,14 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   // With the copy beside, the kernel read the copy's output under its
   // counters without waiting for the copy grid; the PTX ISA asks a dependent
   // grid to wait (griddepcontrol.wait) all the same, so that its completion
-  // implies the copy's. By now every pair's counter is complete: the copy
-  // has finished or is finishing, and the wait costs nothing (public).
+  // implies the copy's. By now every pair's counter this CTA read is
+  // complete, and the copy has finished or is finishing. One thread, the
+  // copy-issuing one, which leaves the loop last: a wait in the threads
+  // that leave it early (lanes 1-31 at D = 256) blocked their warp's lane 0
+  // until the copy grid had completed (-41 % at D = 256, H100; perf-log
+  // session 28). Public: thread index, the launcher's choice.
   if constexpr (Traits::kHasLengths)
-    if (args.v_ready != nullptr) pdl::wait_for_previous_grid();
+    if (ptid == 0 && args.v_ready != nullptr) pdl::wait_for_previous_grid();
 }
 
 }  // namespace dhp::sm90
