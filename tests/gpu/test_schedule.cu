@@ -302,3 +302,35 @@ TEST(VCopyBeside, TakenWhereTheGridLeavesSmsIdleAndLaterRoundsReadNewPairs) {
     highest = std::max(highest, pair);
   }
 }
+
+// The copy beside's deal (padding_scrub.hpp, CopyDeal: the copy kernel's own
+// code) takes every item exactly once over the copy grid (copy_beside_grid),
+// the whole-grid first part before the beside part in each CTA, and the
+// beside part in increasing order on the first beside_ctas CTAs only.
+TEST(VCopyBeside, EveryChunkCopiedOnce) {
+  struct Shape { int32_t pairs, chunks, first_pairs, beside; int sms; };
+  const Shape shapes[] = {{64, 16, 4, 4, 132}, {136, 3, 68, 4, 132}, {72, 4, 36, 4, 132}, {3, 1, 1, 1, 132},
+                          {5, 2, 5, 4, 132},   {200, 16, 100, 4, 132}, {7, 3, 2, 8, 16},  {1, 1, 1, 1, 132}};
+  for (const Shape& sh : shapes) {
+    sm90::CopyBesidePlan p;
+    p.chunks_per_pair = sh.chunks, p.first_pairs = sh.first_pairs, p.beside_ctas = sh.beside;
+    const int32_t items = sh.pairs * sh.chunks, first = sh.first_pairs * sh.chunks;
+    const int64_t grid = sm90::copy_beside_grid(p, sh.sms);
+    ASSERT_GE(grid, sh.beside);
+    std::vector<int> taken(static_cast<size_t>(items), 0);
+    for (int32_t cta = 0; cta < grid; ++cta) {
+      const sm90::CopyDeal deal(cta, static_cast<int32_t>(grid), first, sh.beside, items);
+      int32_t last = -1;
+      for (int32_t k = 0; k < deal.count(); ++k) {
+        const int32_t i = deal.item(k);
+        ASSERT_GE(i, 0);
+        ASSERT_LT(i, items);
+        EXPECT_GT(i, last) << "items in order";
+        if (i >= first) EXPECT_LT(cta, sh.beside) << "only the beside CTAs take the rest";
+        last = i;
+        ++taken[static_cast<size_t>(i)];
+      }
+    }
+    for (int32_t i = 0; i < items; ++i) EXPECT_EQ(taken[static_cast<size_t>(i)], 1) << "item " << i << " of " << items;
+  }
+}

@@ -106,13 +106,9 @@ __global__ void __launch_bounds__(kCopyThreads) copy_v_beside(const __grid_const
   const int32_t cta = static_cast<int32_t>(blockIdx.x), grid = static_cast<int32_t>(gridDim.x);
   const int32_t cpp = plan.chunks_per_pair, first_items = plan.first_pairs * cpp;
   const int32_t items = args.batch * args.heads_kv * cpp;
-  const int32_t n_first = cta < first_items ? (first_items - 1 - cta) / grid + 1 : 0;
-  const int32_t n_beside =
-      cta < plan.beside_ctas && first_items + cta < items ? (items - 1 - first_items - cta) / plan.beside_ctas + 1 : 0;
-  const int32_t n = n_first + n_beside;
-  auto item_of = [&](int32_t k) {
-    return k < n_first ? cta + k * grid : first_items + cta + (k - n_first) * plan.beside_ctas;
-  };
+  const CopyDeal deal(cta, grid, first_items, plan.beside_ctas, items);
+  const int32_t n = deal.count();
+  auto item_of = [&](int32_t k) { return deal.item(k); };
   // A chunk is row_boxes x col_boxes TMA boxes of box_rows x 64 columns.
   const int32_t col_boxes = plan.head_dim / 64, row_boxes = plan.chunk_rows / plan.box_rows;
   auto copy_boxes = [&](int32_t k, bool load) {  // thread 0; public coordinates
@@ -213,9 +209,8 @@ cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePl
   }
   // Every item must have a CTA: the beside CTAs are CTAs of this grid.
   if (plan.beside_ctas < 1 || plan.beside_ctas > sms) return cudaErrorNotSupported;
-  const int64_t first_items = static_cast<int64_t>(plan.first_pairs) * plan.chunks_per_pair;
   if (const cudaError_t err = cudaMemsetAsync(counters, 0, 4 * pairs, stream); err != cudaSuccess) return err;
-  const int64_t grid = first_items > sms ? sms : first_items > plan.beside_ctas ? first_items : plan.beside_ctas;
+  const int64_t grid = copy_beside_grid(plan, sms);
   copy_v_beside<<<static_cast<unsigned>(grid), kCopyThreads, kCopySmem, stream>>>(a, plan, m_src, m_dst, counters);
   return cudaGetLastError();
 }

@@ -64,6 +64,31 @@ struct CopyBesidePlan {
 inline constexpr int kCopyBesideMaxCtas = 4;
 inline constexpr int kCopyBesideChunkBytes = 64 * 1024;
 
+// Which items a CTA of the copy beside takes, in order (host and device;
+// tests/gpu/test_schedule.cu checks that every item is taken exactly once):
+// items cta, cta + grid, ... below first_pairs * chunks_per_pair, then, for
+// the first beside_ctas CTAs, first_items + cta, + beside_ctas, ... below
+// `items`. Public: shape, plan and CTA index only.
+struct CopyDeal {
+  int32_t cta, grid, first_items, beside, n_first, n_beside;
+  __host__ __device__ CopyDeal(int32_t cta_, int32_t grid_, int32_t first_items_, int32_t beside_, int32_t items)
+      : cta(cta_), grid(grid_), first_items(first_items_), beside(beside_) {
+    n_first = cta < first_items ? (first_items - 1 - cta) / grid + 1 : 0;
+    n_beside = cta < beside && first_items + cta < items ? (items - 1 - first_items - cta) / beside + 1 : 0;
+  }
+  __host__ __device__ int32_t count() const { return n_first + n_beside; }
+  __host__ __device__ int32_t item(int32_t k) const {
+    return k < n_first ? cta + k * grid : first_items + cta + (k - n_first) * beside;
+  }
+};
+
+// The copy kernel's CTAs: enough for the first part (at most one per SM),
+// and never fewer than the CTAs that stay beside.
+inline int64_t copy_beside_grid(const CopyBesidePlan& p, int sms) {
+  const int64_t first_items = static_cast<int64_t>(p.first_pairs) * p.chunks_per_pair;
+  return first_items > sms ? sms : first_items > p.beside_ctas ? first_items : p.beside_ctas;
+}
+
 // Host, pure (tests/gpu/test_schedule.cu): the plan for a launch whose
 // attention grid is `grid` CTAs on `sms` SMs, given `first_pairs` (one more
 // than the highest pair the first round of tiles reads; the launcher counts
