@@ -1,7 +1,10 @@
 // The forward pass captured in a CUDA graph: with secret key lengths the
 // Hopper path allocates scratch memory (the zero-padded copy of V,
-// src/kernels/sm90/padding_scrub.hpp) and runs two kernels per call; under
-// stream capture that must become graph nodes, and a replay must give the
+// src/kernels/sm90/padding_scrub.hpp) and runs two kernels per call (three
+// operations with the copy beside the attention: the counters' reset, the
+// copy, the attention -- taken here when the GPU scripts force it with
+// DHP_SM90_V_COPY=beside, so that each replay must reset the counters);
+// under stream capture that must become graph nodes, and a replay must give the
 // same bits as a direct call, NaN padding included -- and read the inputs
 // and lengths as they are at replay time (new ones between replays), and
 // match the float64 reference.
