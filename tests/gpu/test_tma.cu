@@ -56,6 +56,33 @@ TEST(TensorMap, RejectsBadArgumentsByName) {
   EXPECT_NE(dhp::sm90::encode_tensor_map(m, buf, s).find("box[0]"), std::string::npos);
 }
 
+// The [B, S, H, D] spec the attention's maps and V's copy beside use
+// (tensor_map.hpp, bshd_spec): byte strides from element strides, packed
+// ones for size-1 dimensions; the packed copy [B, H_kv, S_k, D] in the
+// copy's own element strides (padding_scrub.cu) gets D*2, S*D*2, H*S*D*2.
+TEST(TensorMap, BshdSpecStrides) {
+  using dhp::sm90::bshd_spec;
+  const auto copy = bshd_spec(700, 34, 4, 128, 128, 700 * 128, 34 * 700 * 128, 256, false);
+  EXPECT_EQ(copy.rank, 4);
+  EXPECT_EQ(copy.dims[0], 128u);
+  EXPECT_EQ(copy.dims[1], 700u);
+  EXPECT_EQ(copy.dims[2], 34u);
+  EXPECT_EQ(copy.dims[3], 4u);
+  EXPECT_EQ(copy.strides_bytes[0], 256u);
+  EXPECT_EQ(copy.strides_bytes[1], 256u * 700);
+  EXPECT_EQ(copy.strides_bytes[2], 256u * 700 * 34);
+  EXPECT_EQ(copy.box[0], 64u);
+  EXPECT_EQ(copy.box[1], 256u);
+  // BSHD with padded rows; one head and one batch entry: packed strides there.
+  const auto one = bshd_spec(300, 1, 1, 64, 3 * 64, 0, 0, 128, true);
+  EXPECT_TRUE(one.bf16);
+  EXPECT_EQ(one.strides_bytes[0], 3u * 64 * 2);
+  EXPECT_EQ(one.strides_bytes[1], 3u * 64 * 2 * 300);
+  EXPECT_EQ(one.strides_bytes[2], 3u * 64 * 2 * 300);
+  // One key: the sequence stride is the packed row.
+  EXPECT_EQ(bshd_spec(1, 2, 2, 64, 999, 64, 128, 64, false).strides_bytes[0], 128u);
+}
+
 TEST(TmaGpu, SwizzledTileMatchesTheWgmmaLayoutAndZeroFills) {
   DHP_REQUIRE_GPU();
   cudaDeviceProp p{};

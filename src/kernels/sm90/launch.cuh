@@ -24,22 +24,12 @@
 
 namespace dhp::sm90 {
 
-// A [B, S, H, D] tensor (any strides, d contiguous) as a TMA tensor map with
-// `rows`-row boxes. Strides of size-1 dimensions are never used by a copy;
-// they are replaced by packed ones, which TMA accepts.
+// A [B, S, H, D] tensor of element type T as a TMA tensor map with
+// `rows`-row boxes (tensor_map.hpp, make_bshd_map).
 template <typename T>
 bool make_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
               int64_t s_head, int64_t s_batch, int rows) {
-  TensorMapSpec spec;
-  spec.rank = 4;
-  spec.bf16 = !std::is_same_v<T, __half>;
-  spec.dims[0] = D, spec.dims[1] = S, spec.dims[2] = H, spec.dims[3] = B;
-  const uint64_t seq = S > 1 ? s_seq * 2 : static_cast<uint64_t>(D) * 2;
-  const uint64_t head = H > 1 ? s_head * 2 : seq * S;
-  const uint64_t batch = B > 1 ? s_batch * 2 : head * H;
-  spec.strides_bytes[0] = seq, spec.strides_bytes[1] = head, spec.strides_bytes[2] = batch;
-  spec.box[0] = 64, spec.box[1] = rows, spec.box[2] = 1, spec.box[3] = 1;
-  return encode_tensor_map(m, base, spec).empty();
+  return make_bshd_map(m, base, S, H, B, D, s_seq, s_head, s_batch, rows, !std::is_same_v<T, __half>);
 }
 
 // Streaming multiprocessors of the current device (0 on error), cached per device.
@@ -105,10 +95,9 @@ cudaError_t launch_v_copy(kernels::ForwardArgs& a, int grid, int sms, void* scra
 // `v_copy`: scratch for V's zero-padded copy (secret key lengths; made by
 // launch_v_copy), or null (V read as given).
 template <typename Traits>
-cudaError_t launch_attention(const kernels::ForwardArgs& a_in, void* v_copy, cudaStream_t stream) {
+cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaStream_t stream) {
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim;
-  kernels::ForwardArgs a = a_in;
   CUtensorMap tq, tk, tv, to;
   auto* kernel = &attention_forward_sm90<Traits>;
   constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
@@ -185,19 +174,16 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a_in, void* v_copy, cud
         stream);
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering
   }
-  if (v_copy != nullptr) {  // public
+  if (v_copy != nullptr)  // public; args' V becomes the copy
     if (const cudaError_t err = launch_v_copy<Traits>(args, grid, sms, v_copy, stream); err != cudaSuccess) return err;
-    a.v = args.v, a.v_stride_seq = args.v_stride_seq, a.v_stride_head = args.v_stride_head;
-    a.v_stride_batch = args.v_stride_batch;
-  }
   // Half-row tiles load Q and store O in 8-row boxes (kernel_traits.cuh).
   constexpr int kQBox = Traits::kHalfRows ? 8 : Traits::kBlockM, kOBox = Traits::kHalfRows ? 8 : 16;
   if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
                    kQBox) ||
       !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
                    Traits::kBlockN) ||
-      !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch,
-                   Traits::kBlockN) ||
+      !make_map<T>(tv, args.v, a.seqlen_k, a.heads_kv, a.batch, D, args.v_stride_seq, args.v_stride_head,
+                   args.v_stride_batch, Traits::kBlockN) ||
       // O: one warp's 16 rows per store (8 with half-row tiles; sm90/epilogue.cuh); rows >= S_q clipped.
       !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
                    kOBox))
@@ -246,7 +232,7 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
     // The copy kernel counts (batch, kv head) pairs in int32 (public).
     if (static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;
     // The copy beside also counts chunks of all pairs in int32 (public).
-    if (static_cast<int64_t>(a.batch) * a.heads_kv * (a.seqlen_k / (kCopyBesideChunkBytes / (2 * D)) + 1) > INT32_MAX)
+    if (static_cast<int64_t>(a.batch) * a.heads_kv * (a.seqlen_k / copy_beside_chunk_rows(D) + 1) > INT32_MAX)
       return cudaErrorNotSupported;
     scratch = scratch_alloc(copy_beside_bytes(a, D), stream);  // room for either copy
     if (scratch == nullptr) return cudaErrorNotSupported;

@@ -184,23 +184,14 @@ cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePl
                                uint32_t* counters, int sms, cudaStream_t stream) {
   const int64_t pairs = static_cast<int64_t>(a.batch) * a.heads_kv;
   const int D = plan.head_dim;
-  // Source: V as given; destination: the packed copy [B, H_kv, S_k, D].
-  TensorMapSpec s_src, s_dst;
-  s_src.rank = s_dst.rank = 4;
-  s_src.dims[0] = s_dst.dims[0] = D, s_src.dims[1] = s_dst.dims[1] = a.seqlen_k;
-  s_src.dims[2] = s_dst.dims[2] = a.heads_kv, s_src.dims[3] = s_dst.dims[3] = a.batch;
-  // Strides of size-1 dimensions are never used: packed ones (TMA accepts those).
-  const uint64_t seq = a.seqlen_k > 1 ? a.v_stride_seq * 2 : static_cast<uint64_t>(D) * 2;
-  const uint64_t head = a.heads_kv > 1 ? a.v_stride_head * 2 : seq * a.seqlen_k;
-  s_src.strides_bytes[0] = seq, s_src.strides_bytes[1] = head;
-  s_src.strides_bytes[2] = a.batch > 1 ? a.v_stride_batch * 2 : head * a.heads_kv;
-  s_dst.strides_bytes[0] = static_cast<uint64_t>(D) * 2, s_dst.strides_bytes[1] = s_dst.strides_bytes[0] * a.seqlen_k;
-  s_dst.strides_bytes[2] = s_dst.strides_bytes[1] * a.heads_kv;
-  s_src.box[0] = s_dst.box[0] = 64, s_src.box[1] = s_dst.box[1] = plan.box_rows;
-  s_src.box[2] = s_dst.box[2] = s_src.box[3] = s_dst.box[3] = 1;
-  // (A bitwise copy: the maps' fp16 element type serves bf16 V alike.)
+  // Source: V as given; destination: the packed copy [B, H_kv, S_k, D]
+  // (each pair's rows contiguous). A bitwise copy: the maps' fp16 element
+  // type serves bf16 V alike.
+  const int64_t S = a.seqlen_k, H = a.heads_kv;
   CUtensorMap m_src, m_dst;
-  if (!encode_tensor_map(m_src, a.v, s_src).empty() || !encode_tensor_map(m_dst, dst, s_dst).empty())
+  if (!make_bshd_map(m_src, a.v, S, H, a.batch, D, a.v_stride_seq, a.v_stride_head, a.v_stride_batch, plan.box_rows,
+                     false) ||
+      !make_bshd_map(m_dst, dst, S, H, a.batch, D, D, S * D, H * S * D, plan.box_rows, false))
     return cudaErrorNotSupported;
   static thread_local int configured_device = -1;
   if (kernels::ensure_smem_limit(&copy_v_beside, kCopySmem, configured_device) != cudaSuccess) {

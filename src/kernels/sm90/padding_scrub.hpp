@@ -63,6 +63,7 @@ struct CopyBesidePlan {
 };
 inline constexpr int kCopyBesideMaxCtas = 4;
 inline constexpr int kCopyBesideChunkBytes = 64 * 1024;
+inline constexpr int32_t copy_beside_chunk_rows(int head_dim) { return kCopyBesideChunkBytes / (2 * head_dim); }
 
 // Which items a CTA of the copy beside takes, in order (host and device;
 // tests/gpu/test_schedule.cu checks that every item is taken exactly once):
@@ -102,7 +103,7 @@ inline CopyBesidePlan plan_copy_beside(const kernels::ForwardArgs& a, int head_d
   const int64_t idle = sms - grid;
   if (pairs < 1 || (!force && (idle < 2 || first_pairs >= pairs))) return p;
   p.head_dim = head_dim;
-  p.chunk_rows = kCopyBesideChunkBytes / (2 * head_dim);
+  p.chunk_rows = copy_beside_chunk_rows(head_dim);
   p.box_rows = p.chunk_rows < 256 ? p.chunk_rows : 256;  // a TMA box spans at most 256 rows
   p.chunks_per_pair = static_cast<int32_t>((a.seqlen_k + p.chunk_rows - 1) / p.chunk_rows);
   p.first_pairs = static_cast<int32_t>(first_pairs < pairs ? first_pairs : pairs);

@@ -47,4 +47,23 @@ std::string encode_tensor_map(CUtensorMap& out, const void* global, const Tensor
   return {};
 }
 
+TensorMapSpec bshd_spec(int64_t S, int64_t H, int64_t B, int D, int64_t s_seq, int64_t s_head, int64_t s_batch,
+                        int rows, bool bf16) {
+  TensorMapSpec spec;
+  spec.rank = 4;
+  spec.bf16 = bf16;
+  spec.dims[0] = D, spec.dims[1] = S, spec.dims[2] = H, spec.dims[3] = B;
+  const uint64_t seq = S > 1 ? s_seq * 2 : static_cast<uint64_t>(D) * 2;
+  const uint64_t head = H > 1 ? s_head * 2 : seq * S;
+  const uint64_t batch = B > 1 ? s_batch * 2 : head * H;
+  spec.strides_bytes[0] = seq, spec.strides_bytes[1] = head, spec.strides_bytes[2] = batch;
+  spec.box[0] = 64, spec.box[1] = rows, spec.box[2] = 1, spec.box[3] = 1;
+  return spec;
+}
+
+bool make_bshd_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
+                   int64_t s_head, int64_t s_batch, int rows, bool bf16) {
+  return encode_tensor_map(m, base, bshd_spec(S, H, B, D, s_seq, s_head, s_batch, rows, bf16)).empty();
+}
+
 }  // namespace dhp::sm90

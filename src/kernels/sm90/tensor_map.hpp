@@ -23,4 +23,14 @@ struct TensorMapSpec {
 // Returns an empty string on success, else a message naming the field.
 std::string encode_tensor_map(CUtensorMap& out, const void* global, const TensorMapSpec& spec);
 
+// A [B, S, H, D] tensor of 16-bit elements (any element strides, d
+// contiguous) as a 4-D map (d, sequence, head, batch) with boxes of 64
+// columns x `rows` rows. Strides of size-1 dimensions are never used by a
+// copy; they are replaced by packed ones, which TMA accepts. The spec
+// (pure), and the map (true on success).
+TensorMapSpec bshd_spec(int64_t S, int64_t H, int64_t B, int D, int64_t s_seq, int64_t s_head, int64_t s_batch,
+                        int rows, bool bf16);
+bool make_bshd_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
+                   int64_t s_head, int64_t s_batch, int rows, bool bf16);
+
 }  // namespace dhp::sm90
