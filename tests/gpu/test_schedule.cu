@@ -193,6 +193,33 @@ TEST(PersistentGrid, FewestCtasWithTheSameRoundsForD128NonCausal) {
   }
 }
 
+// A causal call with separate length arrays (secret diagonal: every query
+// tile visits every key tile) is planned as a non-causal one
+// (tile_shape.hpp, planning_shape): its tiles weigh the same. A public
+// diagonal keeps the causal plan, and the plan never clears anything but
+// the causal flag.
+TEST(PlanningShape, SecretDiagonalPlannedAsNonCausal) {
+  ForwardArgs secret = shape(4, 16, 4096, true);
+  secret.causal_diagonal_public = 0;
+  const ForwardArgs plan = sm90::planning_shape(secret);
+  EXPECT_EQ(plan.causal, 0);
+  EXPECT_EQ(sm90::planning_shape(secret, /*as_causal=*/true).causal, 1);
+  EXPECT_EQ(sm90::planning_shape(shape(4, 16, 4096, true)).causal, 1);  // public diagonal
+  EXPECT_EQ(sm90::planning_shape(shape(4, 16, 4096, false)).causal, 0);
+  EXPECT_EQ(plan.causal_diagonal_public, 0);
+  EXPECT_EQ(plan.seqlen_q, secret.seqlen_q);
+  // What that plan gives: the non-causal grid with V's copy beside (D128:
+  // 2 048 tiles in 16 rounds of 128), the non-causal D64 height at S1024,
+  // and the partial-last order of 192-row tiles.
+  EXPECT_EQ(sm90::persistent_ctas(plan, 2048, 132, 128, true), 128);
+  EXPECT_EQ(sm90::persistent_ctas(secret, 2048, 132, 128, true), 132);
+  ForwardArgs s1024 = shape(16, 32, 1024, true);
+  s1024.causal_diagonal_public = 0;
+  EXPECT_EQ(sm90::d64_tile_rows(sm90::planning_shape(s1024), true, 132), 192);
+  EXPECT_EQ(sm90::d64_tile_rows(s1024, true, 132), 128);
+  EXPECT_EQ((sm90::choose_tile_order<192, 128>(sm90::planning_shape(s1024), 132)), sm90::kPartialLast);
+}
+
 // D = 256's main loop (tile_shape.hpp, d256_one_gemm): chosen from the
 // public shape, never the batch, and never the one-GEMM kernel with secret
 // lengths (not built).

@@ -398,7 +398,10 @@ int run_sanitize() {
       {DType::kFloat16, 2, 2, 1, 300, 300, 256, true, LengthMode::kShared, true},
       // V's copy beside the attention (sm90 padding_scrub.hpp): 136 tiles on
       // 68 CTAs, the copy engine's ring, the counters and their waits.
-      {DType::kFloat16, 4, 34, 34, 128, 700, 128, false, LengthMode::kSeparate, true}};
+      {DType::kFloat16, 4, 34, 34, 128, 700, 128, false, LengthMode::kSeparate, true},
+      // The same causal (secret diagonal: planned as non-causal, tile_shape.hpp
+      // planning_shape): the copy beside under the causal mask's row limits.
+      {DType::kFloat16, 4, 34, 34, 128, 700, 128, true, LengthMode::kSeparate, true}};
   for (const Cfg& c : cfgs) {
     Problem p;
     p.dtype = c.dt; p.batch = c.B; p.heads_q = c.Hq; p.heads_kv = c.Hkv; p.seqlen_q = c.Sq;

@@ -45,9 +45,9 @@ GATE1 = [
     # above takes 64-row tiles (one consumer warpgroup); these two take the
     # 128-row (two consumers, the turn around the exp2 stream) and the
     # 192-row (three consumers) kernels.
-    # 640 tiles on 132 CTAs: each of the two Q buffers, the O staging buffer
+    # 512 tiles on 132 CTAs: each of the two Q buffers, the O staging buffer
     # (kernel_traits.cuh, kOBuffer) and the four lengths slots reused.
-    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 600 --head-dim 64 --causal --lengths separate"),
+    ("fp16 D64 separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 400 --head-dim 64 --lengths separate"),
     ("bf16 D64 shared, 192-row tiles", "--dtype bf16 --batch 4 --heads 8 --heads-kv 4 --seqlen 600 --head-dim 64 --lengths shared"),
     # Without secret lengths a grid that fits in one wave at 32 rows takes
     # the half-row kernel (kernel_traits.cuh, kHalfRows): value classes.
@@ -59,6 +59,10 @@ GATE1 = [
     # 136 tiles on 68 CTAs, the second round's pairs copied by 4 CTAs while
     # the first runs; the producers wait on the copy's counters.
     ("fp16 D128 separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --lengths separate"),
+    # Causal with separate lengths (secret diagonal) is planned as non-causal
+    # (tile_shape.hpp, planning_shape): the same grid and copy beside, with
+    # the causal mask's per-row limits.
+    ("fp16 D128 causal separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --causal --lengths separate"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
@@ -97,14 +101,18 @@ REPRO = [
     # ring slot that the next tile's K/V reuse), one per CTA alone (B = 1).
     ("bf16 D256 none, several tiles per CTA", "--dtype bf16 --batch 4 --heads 8 --seqlen 700 --seqlen-k 250 --head-dim 256"),
     ("fp16 D128 separate, 160-key tiles", "--dtype fp16 --batch 3 --heads 4 --seqlen 2100 --head-dim 128 --lengths separate"),
-    # The two-consumer D64 kernel (128-row tiles, O staging buffer), 640 tiles.
-    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 600 --head-dim 64 --causal --lengths separate"),
+    # The two-consumer D64 kernel (128-row tiles, O staging buffer), 512 tiles.
+    ("fp16 D64 separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 400 --head-dim 64 --lengths separate"),
     # The half-row kernel alone (B = 1: 32-row tiles); on 132 SMs the batch
     # placements take 32 (B = 3), 64 (B = 4, 5) and 192 rows (B = 7).
     ("bf16 D64 none, 32-row tiles", "--dtype bf16 --batch 1 --heads 2 --seqlen 600 --head-dim 64"),
     # V's copy beside the attention (two rounds of 68 CTAs at B = 4; the batch
     # placements take it or the copy before, bitwise alike).
     ("fp16 D128 separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --lengths separate"),
+    # Causal with separate lengths (secret diagonal) is planned as non-causal
+    # (tile_shape.hpp, planning_shape): the same grid and copy beside, with
+    # the causal mask's per-row limits.
+    ("fp16 D128 causal separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --causal --lengths separate"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

@@ -44,6 +44,14 @@ inline int sm_count() {
   return count;
 }
 
+// The shape the launcher plans by (tile_shape.hpp, planning_shape): a
+// causal call with a secret diagonal is planned as a non-causal one.
+// DHP_SM90_SECRET_DIAGONAL=causal plans it as causal (A/B).
+inline kernels::ForwardArgs planned(const kernels::ForwardArgs& a) {
+  static const char* env = std::getenv("DHP_SM90_SECRET_DIAGONAL");
+  return planning_shape(a, env != nullptr && std::strcmp(env, "causal") == 0);
+}
+
 // V's zero-padded copy for secret key lengths (padding_scrub.hpp), made
 // here once the grid and the tile order are known: beside the attention
 // where plan_copy_beside takes it (the first round's pairs counted from the
@@ -56,9 +64,9 @@ cudaError_t launch_v_copy(kernels::ForwardArgs& a, int grid, int sms, void* scra
   static const char* copy_env = std::getenv("DHP_SM90_V_COPY");
   const bool force_before = copy_env != nullptr && std::strcmp(copy_env, "before") == 0;
   const bool force_beside = copy_env != nullptr && std::strcmp(copy_env, "beside") == 0;
-  // Beside only without causal masking (measured there; causal rounds are
-  // uneven, and causal grids may take schedule lists) unless forced.
-  const bool consider = force_beside || (!force_before && !a.causal && a.schedule == nullptr);
+  // Beside only where the plan is non-causal (measured there; causal rounds
+  // are uneven, and causal grids may take schedule lists) unless forced.
+  const bool consider = force_beside || (!force_before && !planned(a).causal && a.schedule == nullptr);
   const int64_t first_pairs = consider && a.schedule == nullptr ? first_round_pairs<Traits::kBlockM>(a, grid) : 1;
   CopyBesidePlan plan = consider ? plan_copy_beside(a, D, grid, sms, first_pairs, force_beside) : CopyBesidePlan{};
   // Experiment knobs (public): DHP_SM90_V_COPY_CTAS=N CTAs beside (1-8);
@@ -116,6 +124,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   static const char* order_env = std::getenv("DHP_SM90_ORDER");
   const bool one_per_tile = grid_env != nullptr && std::strcmp(grid_env, "tiles") == 0;
   kernels::ForwardArgs args = a;
+  const kernels::ForwardArgs shape = planned(a);  // what grid, order and schedule are chosen by
   // CTAs: tile_shape.hpp, persistent_ctas. DHP_SM90_GRID=N (a number below
   // the SM count): at most N CTAs; =full: one per SM; =balanced: the fewest
   // that keep the number of rounds, whatever the head dim (A/B).
@@ -125,7 +134,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
                        : balanced ? static_cast<int>(fewest_ctas_same_rounds(tiles, sms))
                        : grid_env != nullptr && !one_per_tile && std::atoi(grid_env) > 0
                            ? std::min(std::atoi(grid_env), sms)
-                           : static_cast<int>(persistent_ctas(a, tiles, sms, Traits::kHeadDim, v_copy != nullptr));
+                           : static_cast<int>(persistent_ctas(shape, tiles, sms, Traits::kHeadDim, v_copy != nullptr));
   const int grid = static_cast<int>(tiles < grid_cap || one_per_tile ? tiles : grid_cap);
   // tile_of(r + 1) reaches (r + 2) * grid: with one CTA per tile, 2 * tiles.
   if (one_per_tile && tiles > (INT32_MAX - 1024) / 2) return cudaErrorNotSupported;
@@ -138,9 +147,9 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   // The order model walks every tile; remember the last shape's answer.
   static thread_local int64_t order_key[7] = {-1};
   static thread_local int32_t order_cached = 0;
-  const int64_t key[7] = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, a.causal, a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid};
+  const int64_t key[7] = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, shape.causal, a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid};
   if (!std::equal(key, key + 7, order_key)) {
-    order_cached = choose_tile_order<Traits::kBlockM, Traits::kBlockN>(a, grid);
+    order_cached = choose_tile_order<Traits::kBlockM, Traits::kBlockN>(shape, grid);
     std::copy(key, key + 7, order_key);
   }
   const int order_forced = order_env != nullptr ? std::atoi(order_env) : -1;
@@ -157,9 +166,9 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
   args.schedule = nullptr;
-  if (a.causal && tiles > grid && order_env == nullptr && table_mode != 0 &&
+  if (shape.causal && tiles > grid && order_env == nullptr && table_mode != 0 &&
       (a.seqlen_q >= 2048 || table_mode == 2) && tiles * key_tiles <= (int64_t{1} << 30)) {  // public
-    const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, a.causal,
+    const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, shape.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
                                                Traits::kBlockM, Traits::kBlockN, table_mode};
     const int32_t order_now = args.tile_order;
@@ -167,8 +176,8 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
         schedule_key,
         [&] {
           double balanced = 1.0;
-          std::vector<int32_t> lists = balanced_schedule<Traits::kBlockM, Traits::kBlockN>(a, grid, &balanced);
-          const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(a, grid, order_now);
+          std::vector<int32_t> lists = balanced_schedule<Traits::kBlockM, Traits::kBlockN>(shape, grid, &balanced);
+          const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now);
           return balanced + 0.005 < now || table_mode == 2 ? lists : std::vector<int32_t>{};
         },
         stream);
@@ -266,7 +275,7 @@ template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
-    int rows = d64_tile_rows(a, LENGTHS, sm_count(), DHP_SM90_HALF_ROWS != 0);  // tile_shape.hpp
+    int rows = d64_tile_rows(planned(a), LENGTHS, sm_count(), DHP_SM90_HALF_ROWS != 0);  // tile_shape.hpp
     if (rows_env != nullptr) rows = std::atoi(rows_env);
     if constexpr (!LENGTHS)
       if (rows == 32) return launch_forward<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, true>>(a, s);
@@ -282,7 +291,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // partial last tile, causal S1024 5 % (docs/perf-log.md). The choice
     // depends on public shapes only, never on the batch size.
     static const char* bn_env = std::getenv("DHP_SM90_D128_BN");
-    int bn = !a.causal && a.seqlen_k >= 2048 ? 160 : 128;
+    int bn = !planned(a).causal && a.seqlen_k >= 2048 ? 160 : 128;
     if (bn_env != nullptr) bn = std::atoi(bn_env);
     if (bn == 160) return launch_forward<Sm90Traits<T, D, LENGTHS, 2, 160>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);
@@ -295,7 +304,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // docs/perf-log.md, session 23). Secret lengths: the overlapped loop
     // always. DHP_SM90_D256_ONE_GEMM=0|1 forces one (tests, A/B).
     static const char* one_env = std::getenv("DHP_SM90_D256_ONE_GEMM");
-    const bool one = one_env != nullptr ? std::atoi(one_env) != 0 : d256_one_gemm(a, LENGTHS);
+    const bool one = one_env != nullptr ? std::atoi(one_env) != 0 : d256_one_gemm(planned(a), LENGTHS);
     if constexpr (!LENGTHS)
       if (one) return launch_forward<Sm90Traits<T, D, LENGTHS, 2, 128, false, true>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);

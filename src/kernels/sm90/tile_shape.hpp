@@ -10,6 +10,20 @@
 
 namespace dhp::sm90 {
 
+// The shape the launcher plans a call by. With a secret causal diagonal
+// (separate length arrays: the offset L_k - L_q is secret) every query tile
+// visits every key tile and masks by select (docs/threat-model.md), so its
+// tiles weigh the same as without causal masking: tile shape, grid, tile
+// order, schedule and V's copy are chosen as for a non-causal call
+// (docs/perf-log.md, session 29). Only the plan: the kernel still gets the
+// causal flag and masks by it. `as_causal` keeps the causal plan (A/B knob
+// DHP_SM90_SECRET_DIAGONAL=causal, launch.cuh). Public fields only.
+inline kernels::ForwardArgs planning_shape(const kernels::ForwardArgs& a, bool as_causal = false) {
+  kernels::ForwardArgs s = a;
+  if (a.causal && !a.causal_diagonal_public && !as_causal) s.causal = 0;
+  return s;
+}
+
 // Query tiles of `rows` rows over the whole problem (public shape).
 inline int64_t query_tiles(const kernels::ForwardArgs& a, int rows) {
   return (static_cast<int64_t>(a.seqlen_q) + rows - 1) / rows * a.heads_q * a.batch;
