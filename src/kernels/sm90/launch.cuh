@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -165,20 +166,40 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   // the lists wherever a causal grid has more tiles than CTAs (tests).
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
+  // Non-causal 192-row tiles with a partial last block (kPartialLast), S_q
+  // <= 1024: the same lists, with the partial blocks weighed by what they
+  // cost (scheduler.cuh, PartialCost), taken unless the model finds them
+  // worse balanced than the snake deal. Dealt last, each head's partial
+  // block reads its K/V from memory again long after the head's other
+  // blocks; in the lists it runs beside them. Measured +8 % at S512, +3 % at
+  // S1024, and nothing or worse from S2048 (docs/perf-log.md, session 29).
+  // DHP_SM90_PARTIAL_COST=ONE,TWO (hundredths of a full block with one /
+  // two live warpgroups) or =off (the snake deal; A/B).
+  static const char* partial_env = std::getenv("DHP_SM90_PARTIAL_COST");
+  PartialCost partial_cost{kPartialCostOneLive, kPartialCostTwoLive};
+  if (partial_env != nullptr && std::strcmp(partial_env, "off") != 0)
+    std::sscanf(partial_env, "%d,%d", &partial_cost.one_live, &partial_cost.two_live);
+  const bool partial_lists = !shape.causal && args.tile_order == kPartialLast && a.seqlen_q <= 1024 &&
+                             order_env == nullptr && (partial_env == nullptr || std::strcmp(partial_env, "off") != 0);
+  const bool causal_lists = shape.causal && order_env == nullptr && (a.seqlen_q >= 2048 || table_mode == 2);
+  if (!partial_lists) partial_cost = PartialCost{};  // causal weights as measured in session 15
   args.schedule = nullptr;
-  if (shape.causal && tiles > grid && order_env == nullptr && table_mode != 0 &&
-      (a.seqlen_q >= 2048 || table_mode == 2) && tiles * key_tiles <= (int64_t{1} << 30)) {  // public
+  if ((causal_lists || partial_lists) && tiles > grid && table_mode != 0 &&
+      tiles * key_tiles <= (int64_t{1} << 30)) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, shape.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
-                                               Traits::kBlockM, Traits::kBlockN, table_mode};
+                                               Traits::kBlockM, Traits::kBlockN, table_mode,
+                                               partial_cost.one_live, partial_cost.two_live};
     const int32_t order_now = args.tile_order;
     args.schedule = cached_schedule(
         schedule_key,
         [&] {
           double balanced = 1.0;
-          std::vector<int32_t> lists = balanced_schedule<Traits::kBlockM, Traits::kBlockN>(shape, grid, &balanced);
-          const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now);
-          return balanced + 0.005 < now || table_mode == 2 ? lists : std::vector<int32_t>{};
+          std::vector<int32_t> lists =
+              balanced_schedule<Traits::kBlockM, Traits::kBlockN>(shape, grid, &balanced, partial_cost);
+          const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now, partial_cost);
+          const bool better = partial_lists ? balanced <= now + 0.005 : balanced + 0.005 < now;
+          return better || table_mode == 2 ? lists : std::vector<int32_t>{};
         },
         stream);
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering

@@ -126,13 +126,36 @@ __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardAr
 // while others get one in every other round: modelled max / mean load
 // 1.105 at S1024, 1.125 at S512 (head-major) against 1.031 (partial last;
 // the 3 % is the round that only some CTAs take).
-// Host: the load model of the snake deal in `order` -- a tile weighs its key
-// tiles + 1 (the epilogue) -- as the busiest CTA's load and the total.
+// Host: what a 192-row block whose rows below S_q fill only one or two of
+// its three consumer warpgroups costs, in hundredths of a full block (the
+// idle ones run no GEMM: mainloop.cuh, run_idle_tile; the live ones lose
+// their ping-pong partners, so the cost is above the rows' share). 100 / 100:
+// not modelled (the causal schedules' weights, as measured in session 15).
+struct PartialCost {
+  int32_t one_live = 100, two_live = 100;
+};
+// The launcher's model for non-causal 192-row tiles (launch.cuh; measured:
+// docs/perf-log.md, session 29).
+constexpr int32_t kPartialCostOneLive = 70, kPartialCostTwoLive = 85;
+
+// Host: the load model's weight of query block m: its key tiles + 1 (the
+// epilogue), times the partial cost where its rows leave warpgroups idle;
+// in hundredths.
+template <int BM, int BN>
+int64_t block_weight(const kernels::ForwardArgs& a, int32_t m, const PartialCost& pc) {
+  const int64_t w = 100 * (sm80::KeyTileRange<BM, BN>(a, m * BM).n_end + 1);
+  if (BM != 192) return w;
+  const int64_t live = (static_cast<int64_t>(a.seqlen_q) - static_cast<int64_t>(m) * BM + 63) / 64;
+  return live >= 3 ? w : w * (live == 2 ? pc.two_live : pc.one_live) / 100;
+}
+
+// Host: the load model of the snake deal in `order` (block_weight) as the
+// busiest CTA's load and the total.
 struct SnakeLoad {
   int64_t busiest, sum;
 };
 template <int BM, int BN>
-SnakeLoad snake_load(const kernels::ForwardArgs& a, int32_t grid, int32_t order) {
+SnakeLoad snake_load(const kernels::ForwardArgs& a, int32_t grid, int32_t order, const PartialCost& pc = {}) {
   kernels::ForwardArgs modelled = a;
   modelled.tile_order = order;
   const TileScheduler<BM> sched(modelled);
@@ -140,7 +163,7 @@ SnakeLoad snake_load(const kernels::ForwardArgs& a, int32_t grid, int32_t order)
   SnakeLoad r{0, 0};
   for (int32_t t = 0; t < sched.total; ++t) {
     const int32_t cta = TileScheduler<BM>::snake(t / grid, t % grid, grid);
-    const int64_t w = sm80::KeyTileRange<BM, BN>(a, sched.decode(t).m_block * BM).n_end + 1;
+    const int64_t w = block_weight<BM, BN>(a, sched.decode(t).m_block, pc);
     load[cta] += w;
     r.sum += w;
   }
@@ -159,7 +182,8 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 }
 
 // Host: a balanced static schedule for shapes whose tiles weigh unequally
-// (causal), from the public shape alone. Tiles are numbered as in
+// (causal; non-causal 192-row tiles with a partial last block, weighed by
+// `pc`), from the public shape alone. Tiles are numbered as in
 // kHeadMajorHeavyFirst; they are taken in windows of about two rounds of
 // heads (keeping the CTAs that run at the same time on nearby heads, whose
 // K/V they share in L2), each window's tiles heaviest first, each tile given
@@ -170,13 +194,14 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 // starts, then the lists (int32). Returns the modelled busiest / mean load
 // in *balance.
 template <int BM, int BN>
-std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance) {
+std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance,
+                                       const PartialCost& pc = {}) {
   kernels::ForwardArgs shape = a;
   shape.tile_order = kHeadMajorHeavyFirst;
   const TileScheduler<BM> sched(shape);
   const int32_t mb = sched.m_blocks, total = sched.total;
-  std::vector<int32_t> weight_of_block(mb);
-  for (int32_t m = 0; m < mb; ++m) weight_of_block[m] = sm80::KeyTileRange<BM, BN>(a, m * BM).n_end + 1;
+  std::vector<int64_t> weight_of_block(mb);
+  for (int32_t m = 0; m < mb; ++m) weight_of_block[m] = block_weight<BM, BN>(a, m, pc);
   auto weight = [&](int32_t t) { return weight_of_block[sched.decode(t).m_block]; };
   const int32_t heads_per_window = std::max<int32_t>(1, 2 * grid / mb);
   std::vector<std::vector<int32_t>> lists(grid);
@@ -228,8 +253,8 @@ int64_t first_round_pairs(const kernels::ForwardArgs& a, int64_t grid) {
 
 // Host: the snake deal's modelled busiest / mean load for `order`.
 template <int BM, int BN>
-double snake_balance(const kernels::ForwardArgs& a, int32_t grid, int32_t order) {
-  const SnakeLoad m = snake_load<BM, BN>(a, grid, order);
+double snake_balance(const kernels::ForwardArgs& a, int32_t grid, int32_t order, const PartialCost& pc = {}) {
+  const SnakeLoad m = snake_load<BM, BN>(a, grid, order, pc);
   return m.sum > 0 ? static_cast<double>(m.busiest) * grid / static_cast<double>(m.sum) : 1.0;
 }
 
