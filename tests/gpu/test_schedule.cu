@@ -132,6 +132,34 @@ TEST(Schedule, BalancedListsCoverEveryTileOnceAndBalance) {
   EXPECT_LT((expect_valid_balanced<128, 128>(s4096, 132)), 1.01);
 }
 
+// Non-causal 192-row tiles whose last block leaves warpgroups idle: the
+// launcher's lists weigh that block by its live warpgroups (scheduler.cuh,
+// block_weight, PartialCost); they still hold every tile once, and at S512
+// (128 live rows) the model finds them better balanced than the snake deal
+// with the partial blocks last, so the launcher's rule takes them.
+TEST(Schedule, PartialBlocksWeighedByLiveWarpgroups) {
+  const sm90::PartialCost pc{sm90::kPartialCostOneLive, sm90::kPartialCostTwoLive};
+  const ForwardArgs s1024 = shape(16, 32, 1024, false), s512 = shape(32, 32, 512, false);
+  EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 0, pc)), 900);  // 8 key tiles + 1, x 100
+  EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 5, pc)), 900 * sm90::kPartialCostOneLive / 100);  // 64 rows
+  EXPECT_EQ((sm90::block_weight<192, 128>(s512, 2, pc)), 500 * sm90::kPartialCostTwoLive / 100);    // 128 rows
+  EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 5, sm90::PartialCost{})), 900);  // causal weights: not modelled
+  EXPECT_EQ((sm90::block_weight<128, 128>(shape(16, 32, 1000, false), 7, pc)), 900);  // 128-row tiles: no idle warpgroup
+  for (const ForwardArgs& a : {s512, s1024, shape(3, 7, 1000, false)}) {
+    double balanced = 0;
+    const std::vector<int32_t> s = sm90::balanced_schedule<192, 128>(a, 132, &balanced, pc);
+    ForwardArgs numbered = a;
+    numbered.tile_order = sm90::kHeadMajorHeavyFirst;
+    const sm90::TileScheduler<192> sched(numbered);
+    std::vector<int> seen(static_cast<size_t>(sched.total), 0);
+    for (int32_t i = s[0]; i < s[132]; ++i) ++seen.at(static_cast<size_t>(s[133 + i]));
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), sched.total) << a.seqlen_q;
+  }
+  double lists512 = 0;
+  sm90::balanced_schedule<192, 128>(s512, 132, &lists512, pc);
+  EXPECT_LT(lists512 + 0.005, (sm90::snake_balance<192, 128>(s512, 132, sm90::kPartialLast, pc)));
+}
+
 // TileHeights (test_tile_heights.cpp) compares a sequence run alone (B = 1)
 // with the same sequence at position 5 of a batch of 8, and is only a test
 // of batch invariance if the two take different D = 64 tile heights. On the

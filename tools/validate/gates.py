@@ -63,6 +63,9 @@ GATE1 = [
     # (tile_shape.hpp, planning_shape): the same grid and copy beside, with
     # the causal mask's per-row limits.
     ("fp16 D128 causal separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --causal --lengths separate"),
+    # Non-causal 192-row D64 tiles with S_q <= 1024 and a partial last
+    # block: the balanced lists (scheduler.cuh, PartialCost), 384 tiles.
+    ("bf16 D64 separate, 192-row tiles in lists", "--dtype bf16 --batch 2 --heads 32 --heads-kv 8 --seqlen 1000 --head-dim 64 --lengths separate"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
@@ -113,6 +116,9 @@ REPRO = [
     # (tile_shape.hpp, planning_shape): the same grid and copy beside, with
     # the causal mask's per-row limits.
     ("fp16 D128 causal separate, V copy beside", "--dtype fp16 --batch 4 --heads 34 --seqlen 128 --seqlen-k 700 --head-dim 128 --causal --lengths separate"),
+    # The balanced lists of non-causal 192-row tiles: each batch placement
+    # gets lists of its own (B = 1: 192 tiles on 132 CTAs).
+    ("bf16 D64 none, 192-row tiles in lists", "--dtype bf16 --batch 4 --heads 32 --heads-kv 8 --seqlen 1000 --head-dim 64"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 
