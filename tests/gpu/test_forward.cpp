@@ -69,12 +69,14 @@ std::vector<Case> all_cases() {
   // its own and releases each Q buffer at the tile's last S GEMM: 4-5 tiles
   // per CTA.
   cs.push_back(make(kF16, 8, 1100, 1100, 8, 2, 64, true, Lengths::kShared));
+  cs.push_back(make(kF16, 16, 400, 400, 8, 2, 64, true, Lengths::kSeparate));  // planned non-causal: S < 512
   // Causal with separate lengths (secret diagonal) is planned as non-causal
   // (tile_shape.hpp, planning_shape): the causal mask then runs in the
   // 160-key D128 tiles (V's copy beside on a 132-SM GPU) and in 192-row D64
-  // tiles dealt partial-last; GQA, S_q != S_k.
+  // tiles dealt by the partial-block lists (384 tiles; scheduler.cuh,
+  // list_kind); GQA, S_q != S_k.
   cs.push_back(make(kF16, 2, 2100, 2300, 4, 2, 128, true, Lengths::kSeparate));
-  cs.push_back(make(kBF16, 6, 1000, 1000, 8, 4, 64, true, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 8, 1000, 1000, 8, 4, 64, true, Lengths::kSeparate));
   cs.push_back(make(kBF16, 12, 300, 300, 16, 4, 64, false, Lengths::kShared));
   cs.push_back(make(kF16, 6, 700, 160, 8, 8, 256, true, Lengths::kSeparate));
   // D = 256 stages O in the ring slot of a tile's last key tile and releases

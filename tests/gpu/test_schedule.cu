@@ -145,12 +145,14 @@ TEST(Schedule, PartialBlocksWeighedByLiveWarpgroups) {
   EXPECT_EQ((sm90::block_weight<192, 128>(s512, 2, pc)), 500 * sm90::kPartialCostTwoLive / 100);    // 128 rows
   EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 5, sm90::PartialCost{})), 900);  // causal weights: not modelled
   EXPECT_EQ((sm90::block_weight<128, 128>(shape(16, 32, 1000, false), 7, pc)), 900);  // 128-row tiles: no idle warpgroup
-  for (const ForwardArgs& a : {s512, s1024, shape(3, 7, 1000, false)}) {
+  for (const ForwardArgs& a : {s512, s1024, shape(8, 8, 1000, false), shape(12, 8, 600, false)}) {
     double balanced = 0;
     const std::vector<int32_t> s = sm90::balanced_schedule<192, 128>(a, 132, &balanced, pc);
     ForwardArgs numbered = a;
     numbered.tile_order = sm90::kHeadMajorHeavyFirst;
     const sm90::TileScheduler<192> sched(numbered);
+    ASSERT_GT(sched.total, 132) << a.seqlen_q;  // more tiles than CTAs: shapes the launcher gives lists
+    ASSERT_EQ(s.size(), static_cast<size_t>(133 + sched.total)) << a.seqlen_q;
     std::vector<int> seen(static_cast<size_t>(sched.total), 0);
     for (int32_t i = s[0]; i < s[132]; ++i) ++seen.at(static_cast<size_t>(s[133 + i]));
     EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), sched.total) << a.seqlen_q;
@@ -158,6 +160,40 @@ TEST(Schedule, PartialBlocksWeighedByLiveWarpgroups) {
   double lists512 = 0;
   sm90::balanced_schedule<192, 128>(s512, 132, &lists512, pc);
   EXPECT_LT(lists512 + 0.005, (sm90::snake_balance<192, 128>(s512, 132, sm90::kPartialLast, pc)));
+}
+
+// Where the launcher considers lists (scheduler.cuh, list_kind) and when it
+// takes them (take_lists), on the shapes the rule was measured on: the
+// FA3 grid's D64 non-causal S512 / S1024 (partial-block lists), not S2048;
+// causal from S2048; a causal call with separate lengths planned as
+// non-causal; never with a forced order, table mode 0, or one round.
+TEST(Schedule, ListsWhereMeasured) {
+  auto kind = [](ForwardArgs a, int32_t order, bool forced = false, int mode = 1, bool off = false) {
+    const sm90::TileScheduler<192> sched(a);
+    return sm90::list_kind(a, order, sched.total, 132, (a.seqlen_k + 127) / 128, forced, mode, off);
+  };
+  EXPECT_EQ(kind(shape(32, 32, 512, false), sm90::kPartialLast), sm90::kPartialLists);
+  EXPECT_EQ(kind(shape(16, 32, 1024, false), sm90::kPartialLast), sm90::kPartialLists);
+  EXPECT_EQ(kind(shape(8, 32, 2048, false), sm90::kPartialLast), sm90::kNoLists);
+  EXPECT_EQ(kind(shape(16, 32, 1024, false), sm90::kHeadMajor), sm90::kNoLists);  // no partial block
+  EXPECT_EQ(kind(shape(16, 32, 1024, false), sm90::kPartialLast, true), sm90::kNoLists);
+  EXPECT_EQ(kind(shape(16, 32, 1024, false), sm90::kPartialLast, false, 0), sm90::kNoLists);
+  EXPECT_EQ(kind(shape(16, 32, 1024, false), sm90::kPartialLast, false, 1, true), sm90::kNoLists);
+  EXPECT_EQ(kind(shape(1, 4, 1024, false), sm90::kPartialLast), sm90::kNoLists);  // 24 tiles: one round
+  EXPECT_EQ(kind(shape(4, 32, 4096, true), sm90::kHeadMajorHeavyFirst), sm90::kCausalLists);
+  EXPECT_EQ(kind(shape(16, 32, 1024, true), sm90::kHeadMajorHeavyFirst), sm90::kNoLists);
+  EXPECT_EQ(kind(shape(16, 32, 1024, true), sm90::kHeadMajorHeavyFirst, false, 2), sm90::kCausalLists);
+  ForwardArgs secret = shape(16, 32, 1024, true);
+  secret.causal_diagonal_public = 0;
+  EXPECT_EQ(kind(sm90::planning_shape(secret), sm90::kPartialLast), sm90::kPartialLists);
+  // Partial-block lists unless modelled worse by more than 0.5 %; causal
+  // lists only where modelled better by more than that.
+  EXPECT_TRUE(sm90::take_lists(sm90::kPartialLists, 1.0312, 1.0312, 1));
+  EXPECT_FALSE(sm90::take_lists(sm90::kPartialLists, 1.3026, 1.1579, 1));
+  EXPECT_FALSE(sm90::take_lists(sm90::kCausalLists, 1.0312, 1.0312, 1));
+  EXPECT_TRUE(sm90::take_lists(sm90::kCausalLists, 1.01, 1.031, 1));
+  EXPECT_TRUE(sm90::take_lists(sm90::kCausalLists, 1.2, 1.0, 2));
+  EXPECT_FALSE(sm90::take_lists(sm90::kNoLists, 1.0, 2.0, 2));
 }
 
 // TileHeights (test_tile_heights.cpp) compares a sequence run alone (B = 1)
@@ -168,10 +204,11 @@ TEST(Schedule, PartialBlocksWeighedByLiveWarpgroups) {
 TEST(TileHeights, ItsShapesTakeDifferentHeightsOn132Sms) {
   struct Shape {
     int32_t sq, sk, h;
-    bool causal, lengths;
+    bool causal, lengths, separate = false;
   };
   const Shape shapes[] = {
-      {600, 600, 4, false, false}, {600, 600, 4, false, true}, {600, 600, 4, true, false}, {600, 600, 4, true, true},
+      {600, 600, 4, false, false}, {600, 600, 4, false, true, true}, {600, 600, 4, true, false},
+      {600, 600, 4, true, true, true},  // separate lengths: planned as non-causal (192 rows in the batch)
       {1100, 1100, 4, true, false}, {1100, 1300, 4, true, false}, {1300, 1100, 4, true, false},
       {1100, 1100, 4, true, true},  // shared lengths
       {600, 600, 2, false, false}, {1000, 777, 2, false, false}, {1100, 1100, 2, true, false},
@@ -179,6 +216,8 @@ TEST(TileHeights, ItsShapesTakeDifferentHeightsOn132Sms) {
   for (const Shape& sh : shapes) {
     ForwardArgs alone = shape(1, sh.h, sh.sq, sh.causal);
     alone.seqlen_k = sh.sk;
+    alone.causal_diagonal_public = sh.separate ? 0 : 1;
+    alone = sm90::planning_shape(alone);  // what the launcher plans by
     ForwardArgs batch = alone;
     batch.batch = 8;
     const int a = sm90::d64_tile_rows(alone, sh.lengths, 132), b = sm90::d64_tile_rows(batch, sh.lengths, 132);

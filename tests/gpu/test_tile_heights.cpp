@@ -7,7 +7,8 @@
 // same instructions in the same order at every height). Here one sequence
 // runs alone (B = 1, H = 4, S = 600: 32-row half-row tiles without secret
 // lengths, 64-row tiles with them) and at position 5 of a
-// batch of 8 (128-row tiles causal, 192 otherwise), with fresh random
+// batch of 8 (192-row tiles; causal calls with these separate lengths are
+// planned as non-causal ones: sm90/tile_shape.hpp), with fresh random
 // inputs, a partial last key tile and secret lengths; o and lse must match
 // bit for bit. With DHP_SM90_D64_ROWS set (one height forced) and on other
 // GPUs the test still runs and must pass; that on the 132-SM H100 / H200

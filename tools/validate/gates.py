@@ -47,7 +47,7 @@ GATE1 = [
     # 192-row (three consumers) kernels.
     # 512 tiles on 132 CTAs: each of the two Q buffers, the O staging buffer
     # (kernel_traits.cuh, kOBuffer) and the four lengths slots reused.
-    ("fp16 D64 separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 400 --head-dim 64 --lengths separate"),
+    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 400 --head-dim 64 --causal --lengths separate"),
     ("bf16 D64 shared, 192-row tiles", "--dtype bf16 --batch 4 --heads 8 --heads-kv 4 --seqlen 600 --head-dim 64 --lengths shared"),
     # Without secret lengths a grid that fits in one wave at 32 rows takes
     # the half-row kernel (kernel_traits.cuh, kHalfRows): value classes.
@@ -105,7 +105,7 @@ REPRO = [
     ("bf16 D256 none, several tiles per CTA", "--dtype bf16 --batch 4 --heads 8 --seqlen 700 --seqlen-k 250 --head-dim 256"),
     ("fp16 D128 separate, 160-key tiles", "--dtype fp16 --batch 3 --heads 4 --seqlen 2100 --head-dim 128 --lengths separate"),
     # The two-consumer D64 kernel (128-row tiles, O staging buffer), 512 tiles.
-    ("fp16 D64 separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 400 --head-dim 64 --lengths separate"),
+    ("fp16 D64 causal separate, 128-row tiles", "--dtype fp16 --batch 8 --heads 16 --heads-kv 4 --seqlen 400 --head-dim 64 --causal --lengths separate"),
     # The half-row kernel alone (B = 1: 32-row tiles); on 132 SMs the batch
     # placements take 32 (B = 3), 64 (B = 4, 5) and 192 rows (B = 7).
     ("bf16 D64 none, 32-row tiles", "--dtype bf16 --batch 1 --heads 2 --seqlen 600 --head-dim 64"),

@@ -155,37 +155,33 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   }
   const int order_forced = order_env != nullptr ? std::atoi(order_env) : -1;
   args.tile_order = order_forced >= 0 && order_forced <= 3 ? order_forced : order_cached;  // else ignored
-  // Causal tiles weigh unequally, and the snake deal leaves the busiest CTA
-  // 1.03-1.08x the mean (the call ends with it): a balanced static schedule
-  // (scheduler.cuh, balanced_schedule; per-CTA lists from the public shape,
-  // cached on the device) where the load model finds it better by more
-  // than 0.5 %, from S_q = 2048 up: there it measured 0 to +2.2 %; at S_q
-  // 512 / 1024 it lost 1-4.5 %, whatever fixed cost per tile the weights
-  // assumed (docs/perf-log.md, session 15).
+  // Balanced static lists (scheduler.cuh, balanced_schedule; per-CTA lists
+  // from the public shape, cached on the device) instead of the snake deal:
+  // for causal tiles, which weigh unequally, and for non-causal 192-row
+  // tiles whose partial last blocks, dealt last, re-read their heads' K/V
+  // from memory (list_kind and take_lists say where; docs/perf-log.md,
+  // sessions 15 and 29). Partial blocks are weighed by their live
+  // warpgroups (PartialCost).
   // DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B), =2 takes
-  // the lists wherever a causal grid has more tiles than CTAs (tests).
+  // the lists wherever considered (tests). DHP_SM90_PARTIAL_COST=ONE,TWO
+  // (hundredths of a full block with one / two live warpgroups, 1-1000)
+  // or =off (no partial-block lists; A/B).
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
-  const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
-  // Non-causal 192-row tiles with a partial last block (kPartialLast), S_q
-  // <= 1024: the same lists, with the partial blocks weighed by what they
-  // cost (scheduler.cuh, PartialCost), taken unless the model finds them
-  // worse balanced than the snake deal. Dealt last, each head's partial
-  // block reads its K/V from memory again long after the head's other
-  // blocks; in the lists it runs beside them. Measured +8 % at S512, +3 % at
-  // S1024, and nothing or worse from S2048 (docs/perf-log.md, session 29).
-  // DHP_SM90_PARTIAL_COST=ONE,TWO (hundredths of a full block with one /
-  // two live warpgroups) or =off (the snake deal; A/B).
   static const char* partial_env = std::getenv("DHP_SM90_PARTIAL_COST");
-  PartialCost partial_cost{kPartialCostOneLive, kPartialCostTwoLive};
-  if (partial_env != nullptr && std::strcmp(partial_env, "off") != 0)
-    std::sscanf(partial_env, "%d,%d", &partial_cost.one_live, &partial_cost.two_live);
-  const bool partial_lists = !shape.causal && args.tile_order == kPartialLast && a.seqlen_q <= 1024 &&
-                             order_env == nullptr && (partial_env == nullptr || std::strcmp(partial_env, "off") != 0);
-  const bool causal_lists = shape.causal && order_env == nullptr && (a.seqlen_q >= 2048 || table_mode == 2);
-  if (!partial_lists) partial_cost = PartialCost{};  // causal weights as measured in session 15
+  const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
+  const bool partial_off = partial_env != nullptr && std::strcmp(partial_env, "off") == 0;
+  const int32_t kind = list_kind(shape, args.tile_order, tiles, grid, key_tiles, order_env != nullptr, table_mode,
+                                 partial_off);
+  PartialCost partial_cost{};  // causal: weights as measured in session 15
+  if (kind == kPartialLists) {
+    partial_cost = PartialCost{kPartialCostOneLive, kPartialCostTwoLive};
+    int one = 0, two = 0;
+    if (partial_env != nullptr && std::sscanf(partial_env, "%d,%d", &one, &two) == 2 && one >= 1 && one <= 1000 &&
+        two >= 1 && two <= 1000)
+      partial_cost = PartialCost{one, two};
+  }
   args.schedule = nullptr;
-  if ((causal_lists || partial_lists) && tiles > grid && table_mode != 0 &&
-      tiles * key_tiles <= (int64_t{1} << 30)) {  // public
+  if (kind != kNoLists) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, shape.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
                                                Traits::kBlockM, Traits::kBlockN, table_mode,
@@ -198,8 +194,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
           std::vector<int32_t> lists =
               balanced_schedule<Traits::kBlockM, Traits::kBlockN>(shape, grid, &balanced, partial_cost);
           const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now, partial_cost);
-          const bool better = partial_lists ? balanced <= now + 0.005 : balanced + 0.005 < now;
-          return better || table_mode == 2 ? lists : std::vector<int32_t>{};
+          return take_lists(kind, balanced, now, table_mode) ? lists : std::vector<int32_t>{};
         },
         stream);
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering

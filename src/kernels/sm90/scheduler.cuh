@@ -235,6 +235,34 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
   return out;
 }
 
+// Host: which balanced lists the launcher considers for a call planned as
+// `shape` (tile_shape.hpp, planning_shape), dealt in `order` by default.
+// Causal shapes from S_q = 2048 (everywhere with `table_mode` 2): there the
+// lists measured 0 to +2.2 %, at S_q 512 / 1024 they lost 1-4.5 % (session
+// 15). Non-causal shapes dealt partial-last (192-row tiles, a partial last
+// block) up to S_q = 1024, unless `partial_off`: +8.5 % at S512, +3.9 % at
+// S1024, nothing or worse from S2048 (session 29). None with a forced
+// order, `table_mode` 0, no more tiles than CTAs, or lists too long to
+// count (tiles x key tiles past 2^30). Public values only.
+enum ListKind : int32_t { kNoLists = 0, kCausalLists = 1, kPartialLists = 2 };
+inline int32_t list_kind(const kernels::ForwardArgs& shape, int32_t order, int64_t tiles, int64_t grid,
+                         int64_t key_tiles, bool order_forced, int table_mode, bool partial_off) {
+  if (order_forced || table_mode == 0 || tiles <= grid || tiles * key_tiles > (int64_t{1} << 30)) return kNoLists;
+  if (shape.causal) return shape.seqlen_q >= 2048 || table_mode == 2 ? kCausalLists : kNoLists;
+  return order == kPartialLast && shape.seqlen_q <= 1024 && !partial_off ? kPartialLists : kNoLists;
+}
+
+// Host: whether the lists (modelled busiest / mean load `lists`) replace
+// the snake deal (`snake`): causal lists where the model finds them better
+// by more than 0.5 %; partial-block lists unless it finds them worse by
+// more than 0.5 % (what they gain, K/V read from L2 instead of memory, is
+// not in the model); always with `table_mode` 2 (tests).
+inline bool take_lists(int32_t kind, double lists, double snake, int table_mode) {
+  if (kind == kNoLists) return false;
+  if (table_mode == 2) return true;
+  return kind == kPartialLists ? lists <= snake + 0.005 : lists + 0.005 < snake;
+}
+
 // Host: one more than the highest (batch, kv head) pair that a tile of the
 // closed-form deal's first round reads (tiles 0 .. grid - 1 of a.tile_order;
 // not for schedule lists). With the head-major orders later rounds read
