@@ -114,9 +114,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // before their epilogue's stores. Except behind V's copy beside the
   // attention (ForwardArgs::v_ready): everything before that copy kernel
   // had completed when it started (an ordinary launch), its own output is
-  // read under its counters, and the producer waits for it at the end. The next kernel may start its own set-up now (it waits the same
-  // way, so this is safe however early). The same instructions in every
-  // launch.
+  // read under its counters, and the producer waits for it at the end.
+  // The next kernel may start its own set-up now (it waits the same way,
+  // so this is safe however early). The same instructions in every launch.
   pdl::allow_next_grid();
 
   if (wg_index == 0) {

@@ -57,17 +57,19 @@ inline kernels::ForwardArgs planned(const kernels::ForwardArgs& a) {
 // here once the grid and the tile order are known: beside the attention
 // where plan_copy_beside takes it (the first round's pairs counted from the
 // schedule: the highest pair a tile of round 0 reads), else before it. Sets
-// a's V to the copy (and, beside, the counters). DHP_SM90_V_COPY=before |
-// beside forces one (A/B, tests).
+// a's V to the copy (and, beside, the counters). `plan_causal`: the causal
+// flag of the plan (planned). DHP_SM90_V_COPY=before | beside forces one
+// (A/B, tests).
 template <typename Traits>
-cudaError_t launch_v_copy(kernels::ForwardArgs& a, int grid, int sms, void* scratch, cudaStream_t stream) {
+cudaError_t launch_v_copy(kernels::ForwardArgs& a, bool plan_causal, int grid, int sms, void* scratch,
+                          cudaStream_t stream) {
   constexpr int D = Traits::kHeadDim;
   static const char* copy_env = std::getenv("DHP_SM90_V_COPY");
   const bool force_before = copy_env != nullptr && std::strcmp(copy_env, "before") == 0;
   const bool force_beside = copy_env != nullptr && std::strcmp(copy_env, "beside") == 0;
   // Beside only where the plan is non-causal (measured there; causal rounds
   // are uneven, and causal grids may take schedule lists) unless forced.
-  const bool consider = force_beside || (!force_before && !planned(a).causal && a.schedule == nullptr);
+  const bool consider = force_beside || (!force_before && !plan_causal && a.schedule == nullptr);
   const int64_t first_pairs = consider && a.schedule == nullptr ? first_round_pairs<Traits::kBlockM>(a, grid) : 1;
   CopyBesidePlan plan = consider ? plan_copy_beside(a, D, grid, sms, first_pairs, force_beside) : CopyBesidePlan{};
   // Experiment knobs (public): DHP_SM90_V_COPY_CTAS=N CTAs beside (1-8);
@@ -200,7 +202,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering
   }
   if (v_copy != nullptr)  // public; args' V becomes the copy
-    if (const cudaError_t err = launch_v_copy<Traits>(args, grid, sms, v_copy, stream); err != cudaSuccess) return err;
+    if (const cudaError_t err = launch_v_copy<Traits>(args, shape.causal != 0, grid, sms, v_copy, stream); err != cudaSuccess) return err;
   // Half-row tiles load Q and store O in 8-row boxes (kernel_traits.cuh).
   constexpr int kQBox = Traits::kHalfRows ? 8 : Traits::kBlockM, kOBox = Traits::kHalfRows ? 8 : 16;
   if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
@@ -289,9 +291,10 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // falls back to 64 with secret lengths).
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
+  const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
-    int rows = d64_tile_rows(planned(a), LENGTHS, sm_count(), DHP_SM90_HALF_ROWS != 0);  // tile_shape.hpp
+    int rows = d64_tile_rows(shape, LENGTHS, sm_count(), DHP_SM90_HALF_ROWS != 0);  // tile_shape.hpp
     if (rows_env != nullptr) rows = std::atoi(rows_env);
     if constexpr (!LENGTHS)
       if (rows == 32) return launch_forward<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, true>>(a, s);
@@ -307,7 +310,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // partial last tile, causal S1024 5 % (docs/perf-log.md). The choice
     // depends on public shapes only, never on the batch size.
     static const char* bn_env = std::getenv("DHP_SM90_D128_BN");
-    int bn = !planned(a).causal && a.seqlen_k >= 2048 ? 160 : 128;
+    int bn = !shape.causal && a.seqlen_k >= 2048 ? 160 : 128;
     if (bn_env != nullptr) bn = std::atoi(bn_env);
     if (bn == 160) return launch_forward<Sm90Traits<T, D, LENGTHS, 2, 160>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);
@@ -320,7 +323,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // docs/perf-log.md, session 23). Secret lengths: the overlapped loop
     // always. DHP_SM90_D256_ONE_GEMM=0|1 forces one (tests, A/B).
     static const char* one_env = std::getenv("DHP_SM90_D256_ONE_GEMM");
-    const bool one = one_env != nullptr ? std::atoi(one_env) != 0 : d256_one_gemm(planned(a), LENGTHS);
+    const bool one = one_env != nullptr ? std::atoi(one_env) != 0 : d256_one_gemm(shape, LENGTHS);
     if constexpr (!LENGTHS)
       if (one) return launch_forward<Sm90Traits<T, D, LENGTHS, 2, 128, false, true>>(a, s);
     return launch_forward<Sm90Traits<T, D, LENGTHS>>(a, s);
