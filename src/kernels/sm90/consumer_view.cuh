@@ -55,7 +55,7 @@ struct ConsumerView {
   SharedStorage<Traits>& st;
   const kernels::ForwardArgs& args;
   const Range& range;
-  int g, lane;
+  int g, warp, lane;  // warpgroup, warp in it, lane
   int32_t m0, first_row;
   uint32_t lens_addr;
   int q_buf;         // this tile's Q buffer (st.q[q_buf], q_full/q_empty[q_buf])
@@ -71,6 +71,7 @@ struct ConsumerView {
         args(args_),
         range(range_),
         g(g_),
+        warp(wtid / 32),
         lane(wtid % 32),
         m0(m0_),
         first_row(Traits::kHalfRows ? m0_ + 8 * (wtid / 32) + (wtid % 32) / 4  // the slab's first half only

@@ -50,6 +50,25 @@
 #ifndef DHP_SM90_O_BUFFER
 #define DHP_SM90_O_BUFFER 2
 #endif
+// Q columns each consumer thread holds in registers for S = Q·Kᵀ (A from
+// registers for those k-steps, from shared memory for the rest), by kernel:
+// D = 128 with 128- / 160-key tiles, D = 256 with two K/V stages; 0: Q read
+// from shared memory by every S GEMM. The SM's shared-memory traffic per key
+// tile -- the TMA's K/V writes plus the wgmma reads of Q, K and V -- is
+// 224 KB (D128, 128 keys), 272 KB (160 keys), 304 KB (D256) against 128
+// B/clk (docs/perf-log.md, session 19); Q held in registers is read once per
+// tile instead of once per key tile (docs/perf-log.md, session 30). Where
+// registers allow: D256 spills with 32 columns. A/B knobs: a multiple of
+// 16 up to D.
+#ifndef DHP_SM90_Q_REG_COLS128
+#define DHP_SM90_Q_REG_COLS128 0
+#endif
+#ifndef DHP_SM90_Q_REG_COLS160
+#define DHP_SM90_Q_REG_COLS160 0
+#endif
+#ifndef DHP_SM90_Q_REG_COLS256
+#define DHP_SM90_Q_REG_COLS256 0
+#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -123,6 +142,14 @@ struct Sm90Traits {
   // elsewhere its register split and one stage have not been checked.
   static_assert(!ONE_GEMM_ || (D == 256 && !HAS_LENGTHS_ && NC_ == 2 && !HALF_),
                 "one GEMM in flight: the dense D = 256 kernel, two consumer warpgroups");
+  // Q columns held in registers (DHP_SM90_Q_REG_COLS* above): the
+  // two-consumer D = 128 / 256 kernels with both GEMMs in flight.
+  static constexpr int kQRegCols = NC_ != 2 || ONE_GEMM_ || HALF_ ? 0
+                                   : D == 256                   ? DHP_SM90_Q_REG_COLS256
+                                   : D != 128                   ? 0
+                                   : BN_ == 160                 ? DHP_SM90_Q_REG_COLS160
+                                                                : DHP_SM90_Q_REG_COLS128;
+  static_assert(kQRegCols % 16 == 0 && kQRegCols >= 0 && kQRegCols <= D, "Q columns in registers: 16 per k-step");
   static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : D == 256 ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256) : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)

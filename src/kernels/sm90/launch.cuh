@@ -163,25 +163,27 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   // tiles whose partial last blocks, dealt last, re-read their heads' K/V
   // from memory (list_kind and take_lists say where; docs/perf-log.md,
   // sessions 15 and 29). Partial blocks are weighed by their live
-  // warpgroups (PartialCost).
+  // warpgroups (PartialCost), in both kinds of lists (session 30).
   // DHP_SM90_SCHEDULE_TABLE=0 keeps the closed-form deal (A/B), =2 takes
   // the lists wherever considered (tests). DHP_SM90_PARTIAL_COST=ONE,TWO
   // (hundredths of a full block with one / two live warpgroups, 1-1000)
   // or =off (no partial-block lists; A/B).
+  // DHP_SM90_CAUSAL_PARTIAL_COST=ONE,TWO sets the causal lists' own
+  // (100,100: session 29's lists, partial blocks not modelled).
+  // DHP_SM90_PARTIAL_LISTS_MAX_S=N moves the S_q bound of the non-causal
+  // partial-block lists (A/B).
   static const char* table_env = std::getenv("DHP_SM90_SCHEDULE_TABLE");
   static const char* partial_env = std::getenv("DHP_SM90_PARTIAL_COST");
+  static const char* causal_partial_env = std::getenv("DHP_SM90_CAUSAL_PARTIAL_COST");
+  static const char* partial_max_env = std::getenv("DHP_SM90_PARTIAL_LISTS_MAX_S");
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
   const bool partial_off = partial_env != nullptr && std::strcmp(partial_env, "off") == 0;
+  const int64_t partial_max_s =
+      partial_max_env != nullptr && std::atoll(partial_max_env) > 0 ? std::atoll(partial_max_env) : kPartialListsMaxSq;
   const int32_t kind = list_kind(shape, args.tile_order, tiles, grid, key_tiles, order_env != nullptr, table_mode,
-                                 partial_off);
-  PartialCost partial_cost{};  // causal: weights as measured in session 15
-  if (kind == kPartialLists) {
-    partial_cost = PartialCost{kPartialCostOneLive, kPartialCostTwoLive};
-    int one = 0, two = 0;
-    if (partial_env != nullptr && std::sscanf(partial_env, "%d,%d", &one, &two) == 2 && one >= 1 && one <= 1000 &&
-        two >= 1 && two <= 1000)
-      partial_cost = PartialCost{one, two};
-  }
+                                 partial_off, partial_max_s);
+  const PartialCost partial_cost = partial_cost_from(kind == kCausalLists ? causal_partial_env : partial_env,
+                                                     PartialCost{kPartialCostOneLive, kPartialCostTwoLive});
   args.schedule = nullptr;
   if (kind != kNoLists) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, shape.causal,

@@ -234,13 +234,38 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
 
   float sacc[BN / 2];
   uint32_t p[BN / 16][4];
+  // Q's first QC columns in registers (Traits::kQRegCols): the A fragments
+  // of those k-steps, loaded once per tile (load_q_regs) and read by every
+  // S GEMM of the tile; the other k-steps read Q from shared memory.
+  constexpr int QC = Traits::kQRegCols;
+  uint32_t qa[QC > 0 ? QC / 16 : 1][4];
+  auto load_q_regs = [&] {
+    if constexpr (QC > 0) {
+      // ldmatrix x4: lane l gives row (l % 8) + 8 ((l / 8) % 2) of the warp's
+      // 16 rows at column 8 (l / 16) of the k-step: the matrices come back
+      // as the m16n8k16 A fragment (rows 0-7 / 8-15 x k 0-7, then k 8-15).
+      const uint32_t row = 16 * view.warp + view.lane % 8 + 8 * ((view.lane / 8) % 2);
+#pragma unroll
+      for (int kk = 0; kk < QC / 16; ++kk)
+        sm80::ldmatrix_x4(qa[kk], q_base + sw128_offset(row, 16 * kk + 8 * (view.lane / 16), QR));
+    }
+  };
   auto issue_qk = [&](int s) {
     const uint64_t dk = desc::advance_lo(dk0, s * kStageBytes);
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      MmaSS<DT, BN>::template run<0>(sacc, desc::advance_lo(dq, (kk / 4) * QR * 128 + (kk % 4) * 32),
-                                     desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32), kk > 0);
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint64_t dkk = desc::advance_lo(dk, (kk / 4) * BN * 128 + (kk % 4) * 32);
+      if (kk < QC / 16)
+        MmaRS<DT, BN>::template run<0>(sacc, qa[kk < QC / 16 ? kk : 0], dkk, kk > 0);
+      else
+        MmaSS<DT, BN>::template run<0>(sacc, desc::advance_lo(dq, (kk / 4) * QR * 128 + (kk % 4) * 32), dkk, kk > 0);
+    }
     wg::commit();
+  };
+  // The S GEMM reads qa asynchronously: its registers stay reserved until
+  // the GEMM's group has completed (placed after each such wait).
+  auto fence_q = [&] {
+    if constexpr (QC > 0) wg::fence_operands(qa);
   };
   auto issue_pv = [&](int s) {
     const uint64_t dv = desc::advance_lo(dv0, s * kStageBytes);
@@ -372,6 +397,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   timeline::mark(1 + g, 0);
   tma::wait<true>(&st.q_full[view.q_buf], view.q_phase);
+  load_q_regs();
   timeline::mark(1 + g, 1);
   timeline::tile(1 + g, view.tc, 2);
   const int32_t n_tiles = view.range.n_end;  // public
@@ -402,6 +428,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     after_first_issue();
     wg::wait<0>();
     wg::fence_operands(sacc);
+    fence_q();
     release_k(view.stage(0), n_tiles == 1);
     timeline::mark(1 + g, 3);
     timeline::tile(1 + g, view.tc, 3);
@@ -457,6 +484,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
         wg::wait<1>();  // S(it) landed; P·V may still run
       }
       wg::fence_operands(sacc);
+      fence_q();
       release_k(s, it == n_tiles - 1);
       timeline::mark(1 + g, 3 + 3 * it);
       scores_to_p(n_tiles - 1 - it);

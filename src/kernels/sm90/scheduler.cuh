@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -137,6 +138,14 @@ struct PartialCost {
 // The launcher's model for non-causal 192-row tiles (launch.cuh; measured:
 // docs/perf-log.md, session 29).
 constexpr int32_t kPartialCostOneLive = 70, kPartialCostTwoLive = 85;
+// Host: "ONE,TWO" (each 1-1000) from an experiment knob, else `fallback`.
+inline PartialCost partial_cost_from(const char* text, PartialCost fallback) {
+  int one = 0, two = 0;
+  if (text != nullptr && std::sscanf(text, "%d,%d", &one, &two) == 2 && one >= 1 && one <= 1000 && two >= 1 &&
+      two <= 1000)
+    return PartialCost{one, two};
+  return fallback;
+}
 
 // Host: the load model's weight of query block m: its key tiles + 1 (the
 // epilogue), times the partial cost where its rows leave warpgroups idle;
@@ -245,11 +254,13 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
 // order, `table_mode` 0, no more tiles than CTAs, or lists too long to
 // count (tiles x key tiles past 2^30). Public values only.
 enum ListKind : int32_t { kNoLists = 0, kCausalLists = 1, kPartialLists = 2 };
+constexpr int64_t kPartialListsMaxSq = 1024;
 inline int32_t list_kind(const kernels::ForwardArgs& shape, int32_t order, int64_t tiles, int64_t grid,
-                         int64_t key_tiles, bool order_forced, int table_mode, bool partial_off) {
+                         int64_t key_tiles, bool order_forced, int table_mode, bool partial_off,
+                         int64_t partial_max_s = kPartialListsMaxSq) {
   if (order_forced || table_mode == 0 || tiles <= grid || tiles * key_tiles > (int64_t{1} << 30)) return kNoLists;
   if (shape.causal) return shape.seqlen_q >= 2048 || table_mode == 2 ? kCausalLists : kNoLists;
-  return order == kPartialLast && shape.seqlen_q <= 1024 && !partial_off ? kPartialLists : kNoLists;
+  return order == kPartialLast && shape.seqlen_q <= partial_max_s && !partial_off ? kPartialLists : kNoLists;
 }
 
 // Host: whether the lists (modelled busiest / mean load `lists`) replace
