@@ -66,6 +66,9 @@ GATE1 = [
     # Non-causal 192-row D64 tiles with S_q <= 1024 and a partial last
     # block: the balanced lists (scheduler.cuh, PartialCost), 384 tiles.
     ("bf16 D64 separate, 192-row tiles in lists", "--dtype bf16 --batch 2 --heads 32 --heads-kv 8 --seqlen 1000 --head-dim 64 --lengths separate"),
+    # The 128-key D128 kernels hold Q in registers (kernel_traits.cuh,
+    # kQRegCols): the dense one with value classes (the lengths ones above).
+    ("fp16 D128 causal none, Q in registers", "--dtype fp16 --batch 2 --heads 4 --heads-kv 2 --seqlen 700 --head-dim 128 --causal"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
@@ -119,6 +122,13 @@ REPRO = [
     # The balanced lists of non-causal 192-row tiles: each batch placement
     # gets lists of its own (B = 1: 192 tiles on 132 CTAs).
     ("bf16 D64 none, 192-row tiles in lists", "--dtype bf16 --batch 4 --heads 32 --heads-kv 8 --seqlen 1000 --head-dim 64"),
+    # Causal 192-row tiles from S_q = 2048 in balanced lists whose partial
+    # last blocks (64 live rows at S4096) are weighed by their live
+    # warpgroups (scheduler.cuh, PartialCost). On 132 SMs B = 5 and 7 take
+    # the lists, the placements' B = 1, 3 and 4 the snake deal.
+    ("fp16 D64 causal shared, 192-row tiles in causal lists", "--dtype fp16 --batch 5 --heads 16 --seqlen 4096 --head-dim 64 --causal --lengths shared"),
+    # Q in registers (the 128-key D128 kernel), several tiles per CTA.
+    ("bf16 D128 causal none, Q in registers", "--dtype bf16 --batch 4 --heads 16 --seqlen 900 --head-dim 128 --causal"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

@@ -58,10 +58,12 @@
 // 224 KB (D128, 128 keys), 272 KB (160 keys), 304 KB (D256) against 128
 // B/clk (docs/perf-log.md, session 19); Q held in registers is read once per
 // tile instead of once per key tile (docs/perf-log.md, session 30). Where
-// registers allow: D256 spills with 32 columns. A/B knobs: a multiple of
-// 16 up to D.
+// registers allow: all of Q in the 128-key D128 kernels (S 64 + P 32 + O 64
+// + Q 32 registers; +1.4 / +1.5 % on D128 S1024 / causal S4096, H200); the
+// 160-key kernels lost 0.5-1.4 % with 64 columns; D256 spills with 32.
+// A/B knobs: a multiple of 16 up to D.
 #ifndef DHP_SM90_Q_REG_COLS128
-#define DHP_SM90_Q_REG_COLS128 0
+#define DHP_SM90_Q_REG_COLS128 128
 #endif
 #ifndef DHP_SM90_Q_REG_COLS160
 #define DHP_SM90_Q_REG_COLS160 0
