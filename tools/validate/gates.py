@@ -86,6 +86,10 @@ DUDECT = [
     ("small dense values, 32-row tiles", SMALL_DENSE, "values", 1_000_000, 20_000, "PASS", ""),
     ("large values", LARGE, "values", 100_000, 2_000, "PASS", ""),
     ("large lengths", LARGE, "lengths", 100_000, 2_000, "PASS", ""),
+    # The 128-key D128 kernel, which holds Q in registers (kernel_traits.cuh,
+    # kQRegCols); LARGE takes the 160-key one.
+    ("large values, Q in registers", "--dtype fp16 --batch 4 --heads 16 --seqlen 1024 --head-dim 128 --causal",
+     "values", 100_000, 2_000, "PASS", ""),
 ]
 CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL", ""),
                   ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS", "")]
