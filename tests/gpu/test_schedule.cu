@@ -143,7 +143,7 @@ TEST(Schedule, PartialBlocksWeighedByLiveWarpgroups) {
   EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 0, pc)), 900);  // 8 key tiles + 1, x 100
   EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 5, pc)), 900 * sm90::kPartialCostOneLive / 100);  // 64 rows
   EXPECT_EQ((sm90::block_weight<192, 128>(s512, 2, pc)), 500 * sm90::kPartialCostTwoLive / 100);    // 128 rows
-  EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 5, sm90::PartialCost{})), 900);  // causal weights: not modelled
+  EXPECT_EQ((sm90::block_weight<192, 128>(s1024, 5, sm90::PartialCost{})), 900);  // PartialCost{}: not modelled
   EXPECT_EQ((sm90::block_weight<128, 128>(shape(16, 32, 1000, false), 7, pc)), 900);  // 128-row tiles: no idle warpgroup
   for (const ForwardArgs& a : {s512, s1024, shape(8, 8, 1000, false), shape(12, 8, 600, false)}) {
     double balanced = 0;
@@ -160,6 +160,47 @@ TEST(Schedule, PartialBlocksWeighedByLiveWarpgroups) {
   double lists512 = 0;
   sm90::balanced_schedule<192, 128>(s512, 132, &lists512, pc);
   EXPECT_LT(lists512 + 0.005, (sm90::snake_balance<192, 128>(s512, 132, sm90::kPartialLast, pc)));
+}
+
+// The causal lists weigh partial 192-row blocks by their live warpgroups
+// too (scheduler.cuh, list_partial_cost; docs/perf-log.md, session 30): at
+// the FA3 grid's causal D64 S4096 (each head's last block 64 rows) lists
+// made with the weights are balanced to 1.01 under them, where lists that
+// weigh the block as a full one come to 1.04; the knobs override per kind.
+TEST(Schedule, CausalListsWeighPartialBlocks) {
+  const sm90::PartialCost model{sm90::kPartialCostOneLive, sm90::kPartialCostTwoLive};
+  for (int32_t kind : {sm90::kCausalLists, sm90::kPartialLists}) {
+    const sm90::PartialCost pc = sm90::list_partial_cost(kind, nullptr, nullptr);
+    EXPECT_EQ(pc.one_live, model.one_live) << kind;
+    EXPECT_EQ(pc.two_live, model.two_live) << kind;
+  }
+  EXPECT_EQ(sm90::list_partial_cost(sm90::kCausalLists, "50,60", "100,100").one_live, 100);
+  EXPECT_EQ(sm90::list_partial_cost(sm90::kPartialLists, "50,60", "100,100").one_live, 50);
+  EXPECT_EQ(sm90::list_partial_cost(sm90::kCausalLists, nullptr, "0,2000").one_live, model.one_live);  // out of range
+  const ForwardArgs a = shape(4, 32, 4096, true);
+  ForwardArgs numbered = a;
+  numbered.tile_order = sm90::kHeadMajorHeavyFirst;
+  const sm90::TileScheduler<192> sched(numbered);
+  // Busiest / mean CTA load of lists made with `made_with`, weighed by the model.
+  auto balance_under_model = [&](const sm90::PartialCost& made_with) {
+    const std::vector<int32_t> s = sm90::balanced_schedule<192, 128>(a, 132, nullptr, made_with);
+    int64_t busiest = 0, sum = 0;
+    for (int32_t c = 0; c < 132; ++c) {
+      int64_t load = 0;
+      for (int32_t i = s[c]; i < s[c + 1]; ++i)
+        load += sm90::block_weight<192, 128>(a, sched.decode(s[133 + i]).m_block, model);
+      busiest = std::max(busiest, load);
+      sum += load;
+    }
+    return static_cast<double>(busiest) * 132 / static_cast<double>(sum);
+  };
+  EXPECT_LT(balance_under_model(sm90::list_partial_cost(sm90::kCausalLists, nullptr, nullptr)), 1.012);
+  EXPECT_GT(balance_under_model(sm90::PartialCost{}), 1.035);
+  // and the launcher still takes the lists there (the snake deal: 1.06).
+  double lists = 0;
+  sm90::balanced_schedule<192, 128>(a, 132, &lists, model);
+  EXPECT_TRUE(sm90::take_lists(sm90::kCausalLists, lists,
+                               sm90::snake_balance<192, 128>(a, 132, sm90::choose_tile_order<192, 128>(a, 132), model), 1));
 }
 
 // Where the launcher considers lists (scheduler.cuh, list_kind) and when it

@@ -182,8 +182,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
       partial_max_env != nullptr && std::atoll(partial_max_env) > 0 ? std::atoll(partial_max_env) : kPartialListsMaxSq;
   const int32_t kind = list_kind(shape, args.tile_order, tiles, grid, key_tiles, order_env != nullptr, table_mode,
                                  partial_off, partial_max_s);
-  const PartialCost partial_cost = partial_cost_from(kind == kCausalLists ? causal_partial_env : partial_env,
-                                                     PartialCost{kPartialCostOneLive, kPartialCostTwoLive});
+  const PartialCost partial_cost = list_partial_cost(kind, partial_env, causal_partial_env);
   args.schedule = nullptr;
   if (kind != kNoLists) {  // public
     const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, shape.causal,

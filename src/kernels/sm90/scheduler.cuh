@@ -131,12 +131,12 @@ __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardAr
 // its three consumer warpgroups costs, in hundredths of a full block (the
 // idle ones run no GEMM: mainloop.cuh, run_idle_tile; the live ones lose
 // their ping-pong partners, so the cost is above the rows' share). 100 / 100:
-// not modelled (the causal schedules' weights, as measured in session 15).
+// not modelled (session 29's causal lists; DHP_SM90_CAUSAL_PARTIAL_COST=100,100).
 struct PartialCost {
   int32_t one_live = 100, two_live = 100;
 };
-// The launcher's model for non-causal 192-row tiles (launch.cuh; measured:
-// docs/perf-log.md, session 29).
+// The launcher's model for 192-row tiles, in both kinds of lists (launch.cuh;
+// measured: docs/perf-log.md, session 29 non-causal, session 30 causal).
 constexpr int32_t kPartialCostOneLive = 70, kPartialCostTwoLive = 85;
 // Host: "ONE,TWO" (each 1-1000) from an experiment knob, else `fallback`.
 inline PartialCost partial_cost_from(const char* text, PartialCost fallback) {
@@ -261,6 +261,14 @@ inline int32_t list_kind(const kernels::ForwardArgs& shape, int32_t order, int64
   if (order_forced || table_mode == 0 || tiles <= grid || tiles * key_tiles > (int64_t{1} << 30)) return kNoLists;
   if (shape.causal) return shape.seqlen_q >= 2048 || table_mode == 2 ? kCausalLists : kNoLists;
   return order == kPartialLast && shape.seqlen_q <= partial_max_s && !partial_off ? kPartialLists : kNoLists;
+}
+
+// Host: the weights a launch's lists are made with: the model's, unless
+// the list kind's knob (DHP_SM90_PARTIAL_COST for the non-causal lists,
+// DHP_SM90_CAUSAL_PARTIAL_COST for the causal ones; launch.cuh) sets others.
+inline PartialCost list_partial_cost(int32_t kind, const char* partial_knob, const char* causal_knob) {
+  return partial_cost_from(kind == kCausalLists ? causal_knob : partial_knob,
+                           PartialCost{kPartialCostOneLive, kPartialCostTwoLive});
 }
 
 // Host: whether the lists (modelled busiest / mean load `lists`) replace
