@@ -1,5 +1,7 @@
 // Consumer main loop of the Hopper kernel, per key tile j:
-//   S = Q·Kᵀ        (SS wgmma, D/16 instructions of m64nBNk16)
+//   S = Q·Kᵀ        (D/16 wgmma m64nBNk16: SS, or RS for the k-steps whose Q
+//                    columns the warpgroup holds in registers, loaded once per
+//                    tile: Traits::kQRegCols, the 128-key D = 128 kernels)
 //   mask, softmax   (select-based mask, exp2 online softmax: sm90/softmax.cuh)
 //   O += P·V        (RS wgmma: P packed to 16 bit in registers as the A
 //                    operand, V MN-major from shared memory; BN/16 instructions)
