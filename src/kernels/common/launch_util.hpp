@@ -18,18 +18,15 @@
 namespace dhp::kernels {
 
 // Raises a kernel's dynamic shared-memory cap to `bytes` on the current
-// device, and sets its preferred shared-memory carveout (percent) where
-// `carveout` >= 0. Per function and idempotent, but driver calls: done once
-// per instantiation (the static lives in the caller's template) and device.
+// device. Per function and idempotent, but a driver call: done once per
+// instantiation (the static lives in the caller's template) and device.
 template <typename Kernel>
-cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device, int carveout = -1) {
+cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
   if (configured_device != device) {
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (err != cudaSuccess) return err;
-    if (carveout >= 0) err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
     if (err != cudaSuccess) return err;
     configured_device = device;
   }

@@ -66,7 +66,7 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
 #endif
 
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
+__global__ void __launch_bounds__(Traits::kThreads, 1)
     attention_forward_sm90(const __grid_constant__ kernels::ForwardArgs args,
                            const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                            const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o) {
@@ -125,14 +125,6 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
-#ifndef DHP_SM90_CONSUMER_EARLY_WAIT
-#define DHP_SM90_CONSUMER_EARLY_WAIT 1
-#endif
-  // EXPERIMENT (session 31): with two CTAs per SM a next launch's CTA sits
-  // beside a running one; its consumers wait for the previous grid here (a
-  // hardware wait) instead of polling their first Q barrier beside the
-  // running CTA's softmax.
-  if constexpr (Traits::kCtasPerSm == 2 && DHP_SM90_CONSUMER_EARLY_WAIT != 0) pdl::wait_for_previous_grid();
 #if DHP_SM90_CYCLE_PROBE  // TEST-ONLY diagnostic build (scripts/length-timing-diag.sh), never shipped
   pdl::wait_for_previous_grid();  // the interval starts after the previous kernel, as in its recorded runs
   const uint64_t probe_cycles0 = clock64(), probe_ns0 = globaltimer_ns();

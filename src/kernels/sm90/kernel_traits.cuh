@@ -74,14 +74,6 @@
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
-// CTAs per SM of the half-row kernel (1 or 2). With 2 it launches at 128
-// registers and two K/V stages, so that the next launch's CTA (PDL) finds
-// room beside a running one and does its set-up under it: the small call
-// runs 128 CTAs on 132 SMs, and at one CTA per SM the next call's CTAs
-// could enter only as this call's exited (docs/perf-log.md, sessions 14, 31).
-#ifndef DHP_SM90_HALF_CTAS_PER_SM
-#define DHP_SM90_HALF_CTAS_PER_SM 2
-#endif
 #ifndef DHP_SM90_CONSUMER_REGS
 #define DHP_SM90_CONSUMER_REGS 232
 #endif
@@ -160,13 +152,7 @@ struct Sm90Traits {
                                    : BN_ == 160                 ? DHP_SM90_Q_REG_COLS160
                                                                 : DHP_SM90_Q_REG_COLS128;
   static_assert(kQRegCols % 16 == 0 && kQRegCols >= 0 && kQRegCols <= D, "Q columns in registers: 16 per k-step");
-  // CTAs per SM the kernel is built for (launch bounds, register split,
-  // stages): two for the half-row kernel (DHP_SM90_HALF_CTAS_PER_SM), else one.
-  static constexpr int kCtasPerSm = HALF_ ? DHP_SM90_HALF_CTAS_PER_SM : 1;
-  static_assert(kCtasPerSm == 1 || kCtasPerSm == 2, "one or two CTAs per SM");
-  static constexpr int kStages = D == 64 ? (kCtasPerSm == 2 ? 2 : DHP_SM90_STAGES64)
-                                 : D == 256 ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256)
-                                            : 2;
+  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : D == 256 ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256) : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
@@ -176,12 +162,9 @@ struct Sm90Traits {
   // consumers); 128 x 32 + 384 x 160 = 64K (three); one consumer has room
   // to spare (64-row tiles for grids that would not fill the GPU).
   // One GEMM in flight (kOneGemm): 128 x 24 + 256 x 240 = 64 512, the
-  // launch's 168 x 384. Two CTAs per SM (one consumer): 128 x 40 + 128 x
-  // 216 = 32 768, the launch's 128 x 256, half the file.
+  // launch's 168 x 384.
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kOneGemm ? 24 : DHP_SM90_PRODUCER_REGS;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kOneGemm ? 240 : kCtasPerSm == 2 ? 216 : DHP_SM90_CONSUMER_REGS;
-  static_assert(128 * kProducerRegs + kConsumerThreads * kConsumerRegs <= 65536 / kCtasPerSm,
-                "the register split must fit the CTA's share of the register file");
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kOneGemm ? 240 : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
   // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
   // so the producer loads the next tile's Q -- and, behind it, that tile's
@@ -190,9 +173,7 @@ struct Sm90Traits {
   // each warpgroup in its own 64 rows (which only its own S GEMMs read), so
   // no buffer of its own is needed -- except where kOBuffer (below) gives it
   // one; with one Q buffer, in the ring (below).
-  // Per CTA: 227 KB, or with two per SM half of the SM's 228 KB less the
-  // 1 KB the hardware reserves per CTA.
-  static constexpr int kSmemLimit = kCtasPerSm == 2 ? 113 * 1024 : 227 * 1024;
+  static constexpr int kSmemLimit = 227 * 1024;
   static constexpr int kRingBytes = 2 * kStages * kKVBytes;
   // + 2048: SharedStorage rounds its barrier block up to 1024 bytes, and the
   // launch adds 1024 of alignment slack.

@@ -103,25 +103,6 @@ cudaError_t launch_v_copy(kernels::ForwardArgs& a, bool plan_causal, int grid, i
   return cudaSuccess;
 }
 
-// Dynamic shared memory of a launch: the storage plus alignment slack.
-template <typename Traits>
-constexpr int kernel_smem_bytes() {
-  constexpr int bytes = sizeof(SharedStorage<Traits>) + 1024;
-  static_assert(bytes <= Traits::kSmemLimit, "shared memory per CTA over the kernel's share of the SM");
-  return bytes;
-}
-
-// The kernel's function attributes, once per device: its shared-memory
-// cap, and for two CTAs per SM (the half-row kernel) the carveout at its
-// maximum -- the driver would otherwise size it for one CTA of this kernel.
-// Tests query the occupancy after it (test_schedule.cu, HalfRowKernel).
-template <typename Traits>
-cudaError_t prepare_kernel() {
-  static thread_local int configured_device = -1;
-  return kernels::ensure_smem_limit(&attention_forward_sm90<Traits>, kernel_smem_bytes<Traits>(), configured_device,
-                                    Traits::kCtasPerSm > 1 ? cudaSharedmemCarveoutMaxShared : -1);
-}
-
 // `v_copy`: scratch for V's zero-padded copy (secret key lengths; made by
 // launch_v_copy), or null (V read as given).
 template <typename Traits>
@@ -130,11 +111,11 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   constexpr int D = Traits::kHeadDim;
   CUtensorMap tq, tk, tv, to;
   auto* kernel = &attention_forward_sm90<Traits>;
-  constexpr int kSmem = kernel_smem_bytes<Traits>();
-  if (const cudaError_t err = prepare_kernel<Traits>(); err != cudaSuccess) return err;
-  // Persistent: one CTA per SM at most; the half-row kernel fits two per SM
-  // so that the next launch's CTAs start beside this one's (PDL), but its
-  // grid is one CTA per tile within one wave (tile_shape.hpp, d64_tile_rows).
+  constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
+  static thread_local int configured_device = -1;
+  if (const cudaError_t err = kernels::ensure_smem_limit(kernel, kSmem, configured_device); err != cudaSuccess)
+    return err;
+  // Persistent: one CTA per SM at most (the register file allows no second).
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
   // The schedule counts tiles in int32 (public shape; checked here).
