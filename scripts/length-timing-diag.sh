@@ -12,10 +12,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-diag-out}"; mkdir -p "$out"
-declare -A FLAGS=([probe]="-DDHP_SM90_CYCLE_PROBE=1"
-                  [vfill]="-DDHP_SM90_CYCLE_PROBE=1 -DDHP_SCRUB_FILL=1"
-                  [pfill]="-DDHP_SM90_CYCLE_PROBE=1 -DDHP_SM90_P_FILL=1"
-                  [both]="-DDHP_SM90_CYCLE_PROBE=1 -DDHP_SCRUB_FILL=1 -DDHP_SM90_P_FILL=1")
+declare -A FLAGS=([probe]="-DDHP_TEST_ONLY_BUILD -DDHP_SM90_CYCLE_PROBE=1"
+                  [vfill]="-DDHP_TEST_ONLY_BUILD -DDHP_SM90_CYCLE_PROBE=1 -DDHP_SCRUB_FILL=1"
+                  [pfill]="-DDHP_TEST_ONLY_BUILD -DDHP_SM90_CYCLE_PROBE=1 -DDHP_SM90_P_FILL=1"
+                  [both]="-DDHP_TEST_ONLY_BUILD -DDHP_SM90_CYCLE_PROBE=1 -DDHP_SCRUB_FILL=1 -DDHP_SM90_P_FILL=1")
 variants=("$@"); [ ${#variants[@]} = 0 ] && variants=(probe vfill pfill both)
 N="${N:-100000}"
 LARGE="--dtype bf16 --batch 2 --heads 16 --seqlen 2048 --head-dim 128 --lengths shared"

@@ -12,7 +12,7 @@ out="${OUT:-timeline-out}"; mkdir -p "$out"
 cases=("$@"); [ ${#cases[@]} -gt 0 ] || cases=(32,32,512,64 32,16,512,128 16,32,1024,64)
 bdir=build/tl; [ -n "${TL_FLAGS:-}" ] && bdir=build/tl-x
 cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDHP_CUDA_ARCHS=90a -DDHP_BUILD_PYTHON=OFF \
-  "-DCMAKE_CUDA_FLAGS=-DDHP_SM90_TIMELINE=20 ${TL_FLAGS:-}" > "$out/cfg.log" 2>&1
+  "-DCMAKE_CUDA_FLAGS=-DDHP_TEST_ONLY_BUILD -DDHP_SM90_TIMELINE=20 ${TL_FLAGS:-}" > "$out/cfg.log" 2>&1
 cmake --build "$bdir" -j 16 --target dhp_bench > "$out/build.log" 2>&1
 echo "wgmma serialised (C751x) in the probe build: $(grep -c 'C751[0-9]' "$out/build.log" || true)"
 for c in "${cases[@]}"; do

@@ -31,8 +31,9 @@ extern "C" {
 typedef enum dhp_status {
   DHP_OK = 0,
   DHP_ERROR_INVALID_ARGUMENT = 1, /* a public argument breaks a documented rule */
-  DHP_ERROR_UNSUPPORTED = 2,      /* valid in principle but not built/supported (dtype, head dim, or a
-                                     device architecture this build has no machine code for, e.g. cc 10.x) */
+  DHP_ERROR_UNSUPPORTED = 2,      /* valid in principle but not built/supported (a head dim other than
+                                     64/128/256, or a device architecture this build has no machine code
+                                     for, e.g. cc 10.x); an unknown dtype value is INVALID_ARGUMENT */
   DHP_ERROR_NO_DEVICE = 3,        /* no CUDA device, or compute capability < 8.0 */
   DHP_ERROR_CUDA = 4,             /* a CUDA runtime call failed */
   DHP_ERROR_INTERNAL = 5          /* an unexpected host-side failure (e.g. out of host memory) */
@@ -53,6 +54,10 @@ typedef struct dhp_attention_params {
   int64_t heads_kv;  /* H_kv >= 1 */
   int64_t head_dim;  /* D in {64, 128, 256} */
 
+  /* Tensors and length arrays: device memory of the current device, or managed memory
+     (dhp_attention_forward refuses host memory, pinned or not, and other devices' memory
+     by name, launching nothing; dhp_attention_validate, which needs no device, does not
+     check this). */
   const void* q; /* 16-byte aligned */
   const void* k;
   const void* v;

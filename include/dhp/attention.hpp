@@ -32,10 +32,26 @@ struct Strides {
   int64_t batch, seq, head;
 };
 
+namespace detail {
+// a * b * c, or INT64_MAX where the product overflows int64 (signed overflow
+// would be undefined behaviour). Only sizes past the validated limits can
+// overflow, and validation rejects those sizes, naming them, before it
+// looks at strides.
+inline int64_t mul_saturating(int64_t a, int64_t b, int64_t c = 1) {
+  int64_t ab = 0, abc = 0;
+  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) return INT64_MAX;
+  return abc;
+}
+}  // namespace detail
+
 // Strides for a contiguous [B, S, H, D] (BSHD) tensor.
-inline Strides bshd_strides(int64_t S, int64_t H, int64_t D) { return {S * H * D, H * D, D}; }
+inline Strides bshd_strides(int64_t S, int64_t H, int64_t D) {
+  return {detail::mul_saturating(S, H, D), detail::mul_saturating(H, D), D};
+}
 // Strides for a contiguous [B, H, S, D] (BHSD) tensor viewed as [B, S, H, D].
-inline Strides bhsd_strides(int64_t S, int64_t H, int64_t D) { return {H * S * D, D, S * D}; }
+inline Strides bhsd_strides(int64_t S, int64_t H, int64_t D) {
+  return {detail::mul_saturating(H, S, D), D, detail::mul_saturating(S, D)};
+}
 
 // Builder with the common defaults: BSHD strides, default scale, no lengths.
 inline Params make_params(DType dtype, int64_t batch, int64_t seqlen_q, int64_t seqlen_k,

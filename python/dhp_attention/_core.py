@@ -7,6 +7,7 @@ secret and are never read on the host (docs/threat-model.md).
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any, NamedTuple, Optional
 
 try:
@@ -156,16 +157,25 @@ def _check_flag(value, name: str) -> None:
 
 
 def check_scale(scale) -> None:
+    """The C ABI's rules on softmax_scale, named `scale`, checked on the
+    float32 value the library receives (c_public_args passes it on as one)."""
     if scale is None:
         return
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise TypeError(f"scale: must be a float or None, got {type(scale).__name__}")
-    if not (math.isfinite(scale) and scale > 0):
+    try:
+        value = float(scale)  # an int past the double range raises OverflowError
+    except OverflowError:
+        value = math.inf
+    if not (math.isfinite(value) and value > 0):
         raise ValueError(f"scale: must be finite and > 0, got {scale}")
     # The kernels fold log2(e) into the scale in fp32 (the C ABI's rule too).
-    if scale * 1.4426950408889634 > 3.4028234663852886e38:
+    if value * 1.4426950408889634 > 3.4028234663852886e38:
         raise ValueError(f"scale: must be at most FLT_MAX / log2(e) = 2.3587e38 (scale * log2(e) must be a "
                          f"finite float), got {scale}")
+    if struct.unpack("f", struct.pack("f", value))[0] == 0.0:
+        raise ValueError(f"scale: must be > 0 as a float32 (the library's precision), got {scale}, which rounds "
+                         "to 0")
 
 
 def _bshd(info: ArrayInfo, name: str, layout: str):
@@ -230,10 +240,10 @@ def check(q: ArrayInfo, k: ArrayInfo, v: ArrayInfo, *, layout: str, causal, scal
                          f"(q shape {q.shape}, k shape {k.shape}, layout={layout!r})")
     if vshape != (Bk, Sk, Hkv, Dk):
         raise ValueError(f"v: shape must equal k's {k.shape}, got {v.shape}")
-    if Hkv < 1 or Hq % Hkv != 0:
-        raise ValueError(f"q: number of heads ({Hq}) must be a multiple of k's ({Hkv}) (GQA/MQA)")
-    if min(B, Sq, Sk, Hq) < 1:
+    if min(B, Sq, Sk, Hq, Hkv) < 1:
         raise ValueError(f"q, k: every dimension must be >= 1, got q {q.shape}, k {k.shape}")
+    if Hq % Hkv != 0:
+        raise ValueError(f"q: number of heads ({Hq}) must be a multiple of k's ({Hkv}) (GQA/MQA)")
     if seqlens is not None and (seqlens_q is not None or seqlens_k is not None):
         raise ValueError("seqlens: cannot be combined with seqlens_q or seqlens_k (give one shared tensor "
                          "for self-attention, or separate ones)")

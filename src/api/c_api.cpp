@@ -54,14 +54,17 @@ void dhp_attention_params_init_bshd(dhp_attention_params* p, dhp_dtype dtype, in
   p->k = k;
   p->v = v;
   p->o = o;
-  p->q_stride_batch = seqlen_q * heads_q * head_dim;
-  p->q_stride_seq = heads_q * head_dim;
+  // Saturating products (attention.hpp): sizes past the limits must reach
+  // validation as a named error, not as signed-overflow undefined behaviour.
+  using dhp::detail::mul_saturating;
+  p->q_stride_batch = mul_saturating(seqlen_q, heads_q, head_dim);
+  p->q_stride_seq = mul_saturating(heads_q, head_dim);
   p->q_stride_head = head_dim;
   p->o_stride_batch = p->q_stride_batch;
   p->o_stride_seq = p->q_stride_seq;
   p->o_stride_head = p->q_stride_head;
-  p->k_stride_batch = seqlen_k * heads_kv * head_dim;
-  p->k_stride_seq = heads_kv * head_dim;
+  p->k_stride_batch = mul_saturating(seqlen_k, heads_kv, head_dim);
+  p->k_stride_seq = mul_saturating(heads_kv, head_dim);
   p->k_stride_head = head_dim;
   p->v_stride_batch = p->k_stride_batch;
   p->v_stride_seq = p->k_stride_seq;

@@ -82,8 +82,9 @@ Status device_query_failure(const char* what, cudaError_t err) {
   return cuda_failure(what, err);
 }
 
-Status current_device_cc(int* major) {
-  int device = 0;
+Status current_device_cc(int* major, int* device_out) {
+  int& device = *device_out;
+  device = 0;
   if (const cudaError_t err = cudaGetDevice(&device); err != cudaSuccess)
     return device_query_failure("cudaGetDevice", err);
   int minor = 0;
@@ -101,13 +102,48 @@ Status current_device_cc(int* major) {
   return check_supported(device, *major, minor);
 }
 
+// Every tensor and length array must be memory the current device reads
+// and writes as global memory (plain loads and TMA): its own device memory,
+// or managed memory. Host memory -- unregistered, or pinned and mapped --
+// and another device's memory are refused by name here, instead of a fault
+// inside the kernel that would take the CUDA context down with it. Public:
+// the pointers' attributes, never the memory's contents.
+Status check_memory(const char* name, const void* ptr, int device) {
+  if (ptr == nullptr) return {};  // optional arrays; required ones were checked by validate
+  cudaPointerAttributes attr{};
+  const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // an unknown pointer must not leave a sticky error behind
+    return Status{DHP_ERROR_INVALID_ARGUMENT, std::string(name) + ": pointer is not CUDA memory (" +
+                                                  cudaGetErrorString(err) + ")"};
+  }
+  if (attr.type == cudaMemoryTypeManaged || (attr.type == cudaMemoryTypeDevice && attr.device == device)) return {};
+  const std::string what = attr.type == cudaMemoryTypeDevice ? "memory of device " + std::to_string(attr.device)
+                           : attr.type == cudaMemoryTypeHost ? std::string("pinned host memory")
+                                                             : std::string("host memory not known to CUDA");
+  return Status{DHP_ERROR_INVALID_ARGUMENT, std::string(name) + ": must point to device memory of the current device " +
+                                                std::to_string(device) + " or to managed memory (got " + what + ")"};
+}
+
+Status check_memory(const Params& p, int device) {
+  const struct {
+    const char* name;
+    const void* ptr;
+  } all[] = {{"q", p.q},     {"k", p.k},       {"v", p.v},         {"o", p.o},
+             {"lse", p.lse}, {"seqlens", p.seqlens}, {"seqlens_q", p.seqlens_q}, {"seqlens_k", p.seqlens_k}};
+  for (const auto& a : all)
+    if (Status s = check_memory(a.name, a.ptr, device); !s) return s;
+  return {};
+}
+
 }  // namespace
 
 Status attention_forward(const Params& p) {
   Status s = validate(p);
   if (!s) return s;
-  int major = 0;
-  if (!(s = current_device_cc(&major))) return s;
+  int major = 0, device = 0;
+  if (!(s = current_device_cc(&major, &device))) return s;
+  if (!(s = check_memory(p, device))) return s;
 
   const kernels::ForwardArgs a = make_forward_args(p);
   const bool has_lengths = a.lens_q != nullptr || a.lens_k != nullptr;

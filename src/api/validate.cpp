@@ -60,15 +60,26 @@ Status check_tensor(const char* name, const void* ptr, int64_t B, int64_t S, int
   return {};
 }
 
-// An address range [begin, begin + bytes), saturating at the top of the
-// address space.
+// An address range [begin, begin + bytes); `wraps` where it would run past
+// the top of the address space (rejected: no allocation can end there).
 struct Range {
   const char* name;
   uintptr_t begin, end;
+  bool wraps;
 };
 Range range(const char* name, const void* ptr, int64_t bytes) {
   const uintptr_t b = reinterpret_cast<uintptr_t>(ptr), n = static_cast<uintptr_t>(bytes);
-  return {name, b, UINTPTR_MAX - b < n ? UINTPTR_MAX : b + n};
+  const bool wraps = UINTPTR_MAX - b < n;
+  return {name, b, wraps ? UINTPTR_MAX : b + n, wraps};
+}
+
+Status check_no_wrap(const std::vector<Range>& ranges) {
+  for (const Range& r : ranges)
+    if (r.wraps)
+      return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(r.name) +
+                                                  ": the tensor's address range runs past the end of the address "
+                                                  "space (pointer + extent overflows)");
+  return {};
 }
 
 // Outputs share no memory with the inputs or with each other. Shared bytes
@@ -124,7 +135,7 @@ Status validate(const Params& p_ref) {
   using namespace limits;
   const Params* p = &p_ref;
   if (p->dtype != DHP_FLOAT16 && p->dtype != DHP_BFLOAT16)
-    return fail(DHP_ERROR_UNSUPPORTED, "dtype: must be DHP_FLOAT16 or DHP_BFLOAT16 (got " +
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "dtype: must be DHP_FLOAT16 or DHP_BFLOAT16 (got " +
                                            str(static_cast<int64_t>(p->dtype)) + ")");
   const struct {
     const char* name;
@@ -200,6 +211,7 @@ Status validate(const Params& p_ref) {
     if (l.ptr != nullptr) inputs.push_back(range(l.name, l.ptr, B * 4));
   std::vector<Range> outputs = {range("o", p->o, o_bytes)};
   if (p->lse != nullptr) outputs.push_back(range("lse", p->lse, B * p->heads_q * p->seqlen_q * 4));  // [B, H_q, S_q]
+  if (!(s = check_no_wrap(inputs)) || !(s = check_no_wrap(outputs))) return s;
   return check_outputs_alias_nothing(outputs, inputs);
 }
 

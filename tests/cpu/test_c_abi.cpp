@@ -86,6 +86,26 @@ TEST(CAbi, InitBshdFillsContiguousStrides) {
                                  nullptr);  // must not crash
 }
 
+// Sizes whose stride products overflow int64 (signed overflow is undefined
+// behaviour): init saturates them, and validation rejects the size that
+// caused it by name (every size is checked before any stride).
+TEST(CAbi, InitSaturatesOverflowingStridesAndValidationNamesTheSize) {
+  dhp_attention_params p;
+  const int64_t big = int64_t{1} << 40;
+  dhp_attention_params_init_bshd(&p, DHP_FLOAT16, 1, big, 64, int64_t{1} << 20, 1, 1 << 10, fake(0x100),
+                                 fake(0x200), fake(0x300), reinterpret_cast<void*>(0x400));
+  EXPECT_EQ(p.q_stride_batch, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(p.o_stride_batch, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(p.q_stride_seq, int64_t{1} << 30);  // 2^20 * 2^10 fits
+  char buf[256];
+  EXPECT_EQ(dhp_attention_validate(&p, buf, sizeof(buf)), DHP_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(buf).find("seqlen_q"), std::string::npos) << buf;
+  // The C++ helpers saturate the same way.
+  EXPECT_EQ(dhp::bshd_strides(big, big, 256).batch, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(dhp::bhsd_strides(big, big, 256).batch, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(dhp::bhsd_strides(big, 2, 256).head, big * 256);
+}
+
 TEST(CAbi, ValidateMatchesCppApi) {
   const auto all = assorted_params();
   std::set<dhp_status> seen;
@@ -174,6 +194,15 @@ TEST(CAbi, ForwardRejectsInvalidBeforeLaunch) {
     EXPECT_STREQ(fbuf, vbuf) << "case " << n;
     const dhp::Status cpp = dhp::attention_forward(all[n]);
     EXPECT_EQ(cpp.code, v) << "case " << n;
+  }
+  // With a device, a launch on the fake pointers would have faulted: the
+  // context must still be clean.
+  int count = 0;
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) {
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  } else {
+    (void)cudaGetLastError();
   }
 }
 

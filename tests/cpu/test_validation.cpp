@@ -75,8 +75,8 @@ void set_scale(dhp::Params& p, float s) {
 }
 
 const BadCase kBadCases[] = {
-    {"dtype_unknown", [](auto& p) { set_raw_dtype(p, 7); }, kUnsupported, {"dtype"}},
-    {"dtype_negative", [](auto& p) { set_raw_dtype(p, -1); }, kUnsupported, {"dtype"}},
+    {"dtype_unknown", [](auto& p) { set_raw_dtype(p, 7); }, kInvalid, {"dtype", "DHP_FLOAT16", "got 7"}},
+    {"dtype_negative", [](auto& p) { set_raw_dtype(p, -1); }, kInvalid, {"dtype", "got -1"}},
     {"batch_zero", [](auto& p) { p.batch = 0; }, kInvalid, {"batch", ">= 1"}},
     {"batch_negative", [](auto& p) { p.batch = -3; }, kInvalid, {"batch", ">= 1"}},
     {"seqlen_q_zero", [](auto& p) { p.seqlen_q = 0; }, kInvalid, {"seqlen_q", ">= 1"}},
@@ -142,6 +142,9 @@ const BadCase kBadCases[] = {
     // zero sequence stride, and a head stride below the head dimension.
     {"o_rows_share_memory", [](auto& p) { p.o_stride_seq = 0; }, kInvalid, {"o_stride_seq", "output rows overlap"}},
     {"o_heads_overlap", [](auto& p) { p.o_stride_head = 8; }, kInvalid, {"o_stride_head", "output rows overlap"}},
+    // Sequences of the batch overlapping: the batch stride below S * H * D.
+    {"o_batches_overlap", [](auto& p) { p.o_stride_batch = 128 * 8 * 128 / 2; }, kInvalid,
+     {"o_stride_batch", "output rows overlap"}},
     // Outputs sharing memory with an input or with each other.
     {"o_is_q", [](auto& p) { p.o = fake_mut(kQ); }, kInvalid, {"o:", "overlaps q"}},
     {"o_inside_v", [](auto& p) { p.o = fake_mut(kV + 4096); }, kInvalid, {"o:", "overlaps v"}},
@@ -149,6 +152,17 @@ const BadCase kBadCases[] = {
     {"o_over_seqlens_k", [](auto& p) { p.seqlens_k = fake_lens(kO + 64); }, kInvalid, {"o:", "overlaps seqlens_k"}},
     {"lse_inside_o", [](auto& p) { p.lse = reinterpret_cast<float*>(kO + 256); }, kInvalid, {"o:", "overlaps lse"}},
     {"lse_inside_q", [](auto& p) { p.lse = reinterpret_cast<float*>(kQ + 256); }, kInvalid, {"lse:", "overlaps q"}},
+    {"lse_inside_k", [](auto& p) { p.lse = reinterpret_cast<float*>(kK + 256); }, kInvalid, {"lse:", "overlaps k"}},
+    {"lse_inside_v", [](auto& p) { p.lse = reinterpret_cast<float*>(kV + 4); }, kInvalid, {"lse:", "overlaps v"}},
+    // Address ranges past the top of the address space (pointer + extent
+    // overflows): no allocation ends there, and a saturated range would
+    // hide overlaps.
+    {"o_wraps_address_space", [](auto& p) { p.o = fake_mut(UINTPTR_MAX - 15); }, kInvalid, {"o:", "address space"}},
+    {"k_wraps_address_space", [](auto& p) { p.k = fake(UINTPTR_MAX - 4095); }, kInvalid, {"k:", "address space"}},
+    {"lse_wraps_address_space", [](auto& p) { p.lse = reinterpret_cast<float*>(UINTPTR_MAX - 63); }, kInvalid,
+     {"lse:", "address space"}},
+    {"seqlens_wraps_address_space", [](auto& p) { p.seqlens_k = fake_lens(UINTPTR_MAX - 3); }, kInvalid,
+     {"seqlens_k:", "address space"}},
     {"lse_over_seqlens", [](auto& p) { p.seqlens = fake_lens(0x50100); p.lse = reinterpret_cast<float*>(0x50000); },
      kInvalid, {"lse:", "overlaps seqlens"}},
     {"lse_over_seqlens_q", [](auto& p) { p.seqlens_q = fake_lens(0x50100); p.lse = reinterpret_cast<float*>(0x50000); },

@@ -5,8 +5,12 @@
 // NaN handling; every output row on its own, and nothing written outside o
 // and lse (guard bands, O's stride gaps).
 // Without a usable device every test prints "skipped: no CUDA device".
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <random>
 #include <vector>
 
 #include "harness.hpp"
@@ -245,7 +249,9 @@ TEST(ForwardHarness, DetectsOneWrongRowAndAWritePastTheEnd) {
   EXPECT_FALSE(passes(eg, g.dtype)) << "a write past o's end was accepted: " << eg.describe();
 }
 
-// Invalid arguments launch nothing even with a device present.
+// Invalid arguments launch nothing even with a device present: the fake
+// pointers would fault if a kernel ran, so the device must still be clean
+// after a synchronisation.
 TEST(ForwardArgs, InvalidHeadDimIsRejectedBeforeLaunch) {
   DHP_REQUIRE_GPU();
   Params p = make_params(DType::kFloat16, 1, 16, 16, 1, 1, 96, reinterpret_cast<void*>(0x1000),
@@ -254,6 +260,76 @@ TEST(ForwardArgs, InvalidHeadDimIsRejectedBeforeLaunch) {
   const Status s = attention_forward(p);
   EXPECT_EQ(s.code, DHP_ERROR_UNSUPPORTED);
   EXPECT_NE(s.message.find("head_dim"), std::string::npos) << s.message;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// Pointers the device cannot use as its global memory -- unregistered host
+// memory, pinned host memory -- are refused by name (forward.cpp,
+// check_memory), nothing is launched (the poisoned output stays as it was),
+// and the CUDA context stays usable. Managed memory is accepted and gives
+// the same bits as device memory (same kernel, same inputs).
+TEST(ForwardArgs, HostMemoryIsRejectedAndManagedMemoryAccepted) {
+  DHP_REQUIRE_GPU();
+  const int64_t B = 2, S = 200, H = 2, D = 64, n = B * S * H * D;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<uint16_t> host(3 * n);
+  for (auto& x : host) x = to_bits(u(rng), DType::kFloat16);
+  const std::vector<uint16_t> poison(n, 0x7e00);  // fp16 NaN
+  uint16_t *dev = nullptr, *managed = nullptr, *pinned = nullptr, *out = nullptr;
+  int32_t* dev_lens = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, 3 * n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dev_lens, B * 4), cudaSuccess);
+  ASSERT_EQ(cudaMallocManaged(&managed, 4 * n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&pinned, n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dev, host.data(), 3 * n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  std::copy(host.begin(), host.end(), managed);
+  const int32_t lens[2] = {150, 200};
+  ASSERT_EQ(cudaMemcpy(dev_lens, lens, sizeof(lens), cudaMemcpyHostToDevice), cudaSuccess);
+  auto params = [&](const uint16_t* base, uint16_t* o) {
+    return make_params(DType::kFloat16, B, S, S, H, H, D, base, base + n, base + 2 * n, o);
+  };
+  std::vector<uint16_t> host_o(n);
+  struct Bad {
+    const char* name;
+    std::function<void(Params&)> mutate;
+    const char* what;
+  } bad[] = {
+      {"q", [&](Params& p) { p.q = host.data(); }, "host memory not known to CUDA"},
+      {"o", [&](Params& p) { p.o = pinned; }, "pinned host memory"},
+      {"v", [&](Params& p) { p.v = pinned; }, "pinned host memory"},
+      {"seqlens", [&](Params& p) { p.seqlens = lens; }, "host memory not known to CUDA"},
+  };
+  for (const Bad& b : bad) {
+    ASSERT_EQ(cudaMemcpy(out, poison.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    Params p = params(dev, out);
+    b.mutate(p);
+    const Status s = attention_forward(p);
+    EXPECT_EQ(s.code, DHP_ERROR_INVALID_ARGUMENT) << b.name << ": " << s.message;
+    EXPECT_EQ(s.message.rfind(std::string(b.name) + ":", 0), 0u) << s.message;
+    EXPECT_NE(s.message.find(b.what), std::string::npos) << s.message;
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << b.name;
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess) << b.name;
+    ASSERT_EQ(cudaMemcpy(host_o.data(), out, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(host_o, poison) << b.name << ": the output was written, so something was launched";
+  }
+  // Managed memory: the same call as on device memory, bitwise; with the
+  // device's lengths too.
+  for (const int32_t* l : {static_cast<const int32_t*>(nullptr), static_cast<const int32_t*>(dev_lens)}) {
+    std::fill(managed + 3 * n, managed + 4 * n, uint16_t{0x7e00});
+    Params pd = params(dev, out), pm = params(managed, managed + 3 * n);
+    pd.seqlens = pm.seqlens = l;
+    ASSERT_TRUE(attention_forward(pd).ok());
+    const Status sm = attention_forward(pm);
+    ASSERT_TRUE(sm.ok()) << sm.message;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(host_o.data(), out, n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(std::equal(host_o.begin(), host_o.end(), managed + 3 * n)) << (l ? "with lengths" : "dense");
+    EXPECT_EQ(std::count(host_o.begin(), host_o.end(), uint16_t{0x7e00}), 0);
+  }
+  cudaFree(dev), cudaFree(out), cudaFree(dev_lens), cudaFree(managed), cudaFreeHost(pinned);
 }
 
 }  // namespace

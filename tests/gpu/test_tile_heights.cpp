@@ -33,11 +33,14 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "harness.hpp"
+#include "kernels/sm90/tile_shape.hpp"
 #include "require_gpu.hpp"
 
 namespace dhp::testing {
@@ -49,6 +52,37 @@ struct Run {
 };
 
 enum class Lens { kNone, kSeparate, kShared };
+
+// The D = 64 tile heights the Hopper launcher gives the sequence alone and
+// the batch of 8 on this device (tile_shape.hpp with its SM count). On a
+// cc 9.0 device with the Hopper kernel and no height forced they must
+// differ -- else the test would compare a kernel with itself; elsewhere the
+// run says that it checks determinism only.
+void expect_two_heights(bool causal, Lens mode, int64_t Sq, int64_t Sk, int64_t H) {
+  int device = 0, major = 0, minor = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  kernels::ForwardArgs a{};
+  a.batch = 1, a.heads_q = a.heads_kv = static_cast<int32_t>(H), a.kv_group = 1;
+  a.seqlen_q = static_cast<int32_t>(Sq), a.seqlen_k = static_cast<int32_t>(Sk);
+  a.causal = causal, a.causal_diagonal_public = mode == Lens::kSeparate ? 0 : 1;
+  kernels::ForwardArgs b = a;
+  b.batch = 8;
+  const bool lengths = mode != Lens::kNone;
+  const int alone = sm90::d64_tile_rows(sm90::planning_shape(a), lengths, sms);
+  const int batch = sm90::d64_tile_rows(sm90::planning_shape(b), lengths, sms);
+  const char* kernel = std::getenv("DHP_KERNEL");
+  const bool hopper = major == 9 && minor == 0 && (kernel == nullptr || std::strcmp(kernel, "portable") != 0) &&
+                      std::getenv("DHP_SM90_D64_ROWS") == nullptr;
+  if (hopper)
+    EXPECT_NE(alone, batch) << "S_q " << Sq << " S_k " << Sk << " H " << H << ": both " << alone << " rows on "
+                            << sms << " SMs, so the bitwise comparison compares a kernel with itself";
+  else
+    std::printf("note: not the Hopper kernel's own heights here (cc %d.%d, DHP_KERNEL / DHP_SM90_D64_ROWS): "
+                "the comparison checks determinism only\n", major, minor);
+}
 
 // One forward call on [B, S_q / S_k, H, 64] BSHD inputs (host copies);
 // lengths per `mode` (kShared: lens_q for both).
@@ -98,6 +132,7 @@ Run forward(DType dt, int64_t B, int64_t Sq, int64_t Sk, int64_t H, bool causal,
 void expect_same_alone_and_in_batch(DType dt, bool causal, Lens mode, int64_t Sq = 600, int64_t Sk = 600,
                                     int64_t H = 4) {
   const int64_t B = 8, D = 64, per_seq = Sq * H * D, per_seq_k = Sk * H * D, pos = 5;
+  expect_two_heights(causal, mode, Sq, Sk, H);
   const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);

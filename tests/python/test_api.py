@@ -9,7 +9,7 @@ import pytest
 
 import dhp_attention
 from dhp_attention import _core
-from conftest import HAS_CUDA, needs_torch, torch
+from conftest import needs_torch, torch
 
 
 class FakeCudaArray:
@@ -25,6 +25,12 @@ class FakeCudaArray:
         self.__cuda_array_interface__ = {
             "shape": tuple(shape), "typestr": typestr, "data": (ptr, False), "version": 3,
             "strides": None if strides is None else tuple(s * itemsize for s in strides)}
+
+
+def byte_strides(arr, strides):
+    """`arr` with its __cuda_array_interface__ strides set in bytes as given."""
+    arr.__cuda_array_interface__["strides"] = tuple(strides)
+    return arr
 
 
 def qkv(B=2, Sq=64, Sk=64, Hq=8, Hkv=8, D=64, typestr="<f2"):
@@ -71,6 +77,18 @@ def test_compiled_module_loads():
     (dict(scale=-0.5), ValueError, r"^scale: must be finite and > 0"),
     (dict(scale=3.0e38), ValueError, r"^scale: must be at most FLT_MAX / log2\(e\)"),
     (dict(scale="0.1"), TypeError, r"^scale: must be a float or None"),
+    (dict(scale=float("inf")), ValueError, r"^scale: must be finite and > 0"),
+    (dict(scale=0.0), ValueError, r"^scale: must be finite and > 0"),
+    (dict(scale=10 ** 400), ValueError, r"^scale: must be finite and > 0"),  # past the double range
+    (dict(scale=1e-50), ValueError, r"^scale: must be > 0 as a float32"),  # rounds to 0 in the library
+    (dict(Sq=0), ValueError, r"^q, k: every dimension must be >= 1"),
+    (dict(Hkv=0), ValueError, r"^q, k: every dimension must be >= 1"),
+    (dict(q=FakeCudaArray((0, 64, 8, 64)), k=FakeCudaArray((0, 64, 8, 64)), v=FakeCudaArray((0, 64, 8, 64))),
+     ValueError, r"^q, k: every dimension must be >= 1"),
+    (dict(lse=FakeCudaArray((2, 8, 64), "<f4", strides=(1024, 64, 1))), ValueError, r"^lse: must be contiguous"),
+    (dict(seqlens=FakeCudaArray((2,), "<i4", strides=(2,))), ValueError, r"^seqlens: must be contiguous"),
+    (dict(q=byte_strides(FakeCudaArray((2, 64, 8, 64)), (65537, 1024, 128, 2))), ValueError,
+     r"^q: strides .* are not multiples of the element size 2"),
     (dict(seqlens=lengths(typestr="<i8")), TypeError, r"^seqlens: dtype must be int32, got int64"),
     (dict(seqlens_k=np.array([3, 4], np.int32)), ValueError, r"^seqlens_k: must be on a CUDA device"),
     (dict(seqlens_q=lengths(B=3)), ValueError, r"^seqlens_q: must have shape \(B,\) = \(2,\), got \(3,\)"),
@@ -96,12 +114,29 @@ def test_argument_errors_name_the_argument(case, exc, match):
     (dict(q=FakeCudaArray((2, 64, 8, 64), ptr=0x7E0000000002)), r"q: pointer must be 16-byte aligned"),
     (dict(k=FakeCudaArray((2, 64, 8, 64), strides=(64 * 516, 516, 64, 1))), r"k_stride_seq: must be a multiple of 8"),
     (dict(out=FakeCudaArray((2, 64, 8, 64), strides=(64 * 512, 0, 64, 1))), r"o_stride_seq: output rows overlap"),
+    (dict(q=FakeCudaArray((2, 64, 8, 64), strides=(-64 * 512, 512, 64, 1))), r"q_stride_batch: must be >= 0"),
+    (dict(out=FakeCudaArray((2, 64, 8, 64), strides=(64 * 256, 256, 64, 1))), r"o_stride_batch: output rows overlap"),
 ])
 def test_library_validation_runs_before_launch(case, match):
     q, k, v, out = qkv()
     args = dict(q=q, k=k, v=v, out=out)
     args.update(case)
     raises(ValueError, match, dhp_attention.attention_into, args["q"], args["k"], args["v"], args["out"])
+
+
+def test_library_limits_and_overlaps_run_before_launch():
+    # Sizes past the library's limits (Python has none of its own).
+    q, k, v, out = qkv(B=70000)
+    raises(ValueError, r"batch: must be <= 65535", dhp_attention.attention_into, q, k, v, out)
+    # Outputs sharing memory with an input or with each other.
+    base = 0x7D0000000000
+    q = FakeCudaArray((2, 64, 8, 64), ptr=base)
+    k, v = FakeCudaArray((2, 64, 8, 64)), FakeCudaArray((2, 64, 8, 64))
+    raises(ValueError, r"o: output memory overlaps q", dhp_attention.attention_into, q, k, v,
+           FakeCudaArray((2, 64, 8, 64), ptr=base + 4096))
+    out = FakeCudaArray((2, 64, 8, 64))
+    lse = FakeCudaArray((2, 8, 64), "<f4", ptr=out.__cuda_array_interface__["data"][0] + 256)
+    raises(ValueError, r"o: output memory overlaps lse", dhp_attention.attention_into, q, k, v, out, lse=lse)
 
 
 def test_bhsd_layout_reads_the_right_dimensions():
@@ -112,7 +147,8 @@ def test_bhsd_layout_reads_the_right_dimensions():
            q, k, k, FakeCudaArray((2, 8, 64, 64)), layout="bhsd")
 
 
-@pytest.mark.skipif(HAS_CUDA, reason="checks the no-device error; a device is present")
+@pytest.mark.skipif(_core._C is not None and _core._C.device_count() > 0,
+                    reason="checks the no-device error; a device is present")
 def test_valid_call_without_a_device_reports_no_device():
     q, k, v, out = qkv()
     raises(RuntimeError, r"no CUDA device", dhp_attention.attention_into, q, k, v, out)

@@ -49,6 +49,17 @@ def test_matches_float64_reference(dtype, D, causal, layout):
     o, lse = dhp_attention.attention(q, k, v, causal=causal, return_lse=True, layout=layout)
     ro, rlse = reference(q, k, v, causal=causal, layout=layout)
     _check(o, lse, ro, rlse, dtype, f"{dtype} D={D} causal={causal} {layout}")
+    _expect_poisoned_into_same(o, lse, q, k, v, dict(causal=causal, layout=layout))
+
+
+def _expect_poisoned_into_same(o, lse, q, k, v, kw):
+    """attention() allocates with torch.empty_strided, whose memory may hold
+    an earlier correct result; the same call into NaN-poisoned out / lse
+    must write every element, bit for bit as attention() did."""
+    out, lse_out = torch.full_like(o, float("nan")), torch.full_like(lse, float("nan"))
+    dhp_attention.attention_into(q, k, v, out, lse=lse_out, **kw)
+    assert torch.equal(out, o), "attention_into over NaN differs from attention()"
+    assert torch.equal(lse_out, lse), "lse over NaN differs from attention()'s"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -65,6 +76,7 @@ def test_secret_lengths_match_reference(dtype, causal, mode):
     o, lse = dhp_attention.attention(q, k, v, causal=causal, return_lse=True, **kw)
     ro, rlse = reference(q, k, v, causal=causal, **kw)
     _check(o, lse, ro, rlse, dtype, f"{mode} causal={causal}")
+    _expect_poisoned_into_same(o, lse, q, k, v, dict(causal=causal, **kw))
     # Rows with no visible key are exactly zero, never NaN.
     assert torch.equal(o[torch.isinf(rlse).transpose(1, 2)], torch.zeros_like(o[torch.isinf(rlse).transpose(1, 2)]))
 
@@ -74,6 +86,8 @@ def test_padding_contents_never_reach_the_output():
     q, k, v = make_qkv(B, S, S, H, H, D, torch.float16)
     lens = torch.tensor([256, 100, 7], dtype=torch.int32, device="cuda")
     o1 = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    ro, _ = reference(q, k, v, seqlens=lens, causal=True)
+    assert torch.isfinite(o1).all() and rel_l2(o1, ro) < TOL["float16"]  # not merely equal to itself
     for t in (q, k, v):
         for b, n in enumerate(lens.tolist()):
             t[b, n:] = float("nan")
@@ -108,6 +122,8 @@ def test_deterministic_and_batch_invariant():
     lens = _lengths(B, S)
     o1 = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
     o2 = dhp_attention.attention(q, k, v, seqlens=lens, causal=True)
+    ro, _ = reference(q, k, v, seqlens=lens, causal=True)
+    assert torch.isfinite(o1).all() and rel_l2(o1, ro) < TOL["bfloat16"]  # not merely equal to itself
     assert torch.equal(o1, o2)
     # Threat model G5: a sequence's output does not depend on its batch neighbours.
     o_alone = dhp_attention.attention(q[2:3], k[2:3], v[2:3], seqlens=lens[2:3], causal=True)

@@ -31,6 +31,11 @@
 #ifndef DHP_SM90_CYCLE_PROBE
 #define DHP_SM90_CYCLE_PROBE 0
 #endif
+// TEST-ONLY builds must say so (scripts/length-timing-diag.sh,
+// scripts/timeline-run.sh): a shipped build cannot carry this by accident.
+#if DHP_SM90_CYCLE_PROBE && !defined(DHP_TEST_ONLY_BUILD)
+#error "DHP_SM90_CYCLE_PROBE is a TEST-ONLY diagnostic (it prints secret lengths); define DHP_TEST_ONLY_BUILD to build it"
+#endif
 
 namespace dhp::sm90 {
 
@@ -107,11 +112,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   __syncthreads();
   // Programmatic dependent launch (launch.cuh): the set-up above may overlap
-  // the previous kernel in the stream; no thread touches global memory
-  // before that kernel has completed and its writes are visible: each role
-  // waits (griddepcontrol.wait) before its first global access -- the
-  // producer after decoding its first tile (producer.cuh), the consumers
-  // before their epilogue's stores. Except behind V's copy beside the
+  // the previous kernel in the stream; no thread touches global memory an
+  // earlier kernel may write before that kernel has completed and its
+  // writes are visible: each role waits (griddepcontrol.wait) before its
+  // first such access -- the producer after decoding its first tile
+  // (producer.cuh), the consumers before their epilogue's stores. The first
+  // tile's decode may read the schedule lists (ForwardArgs::schedule) before
+  // the wait: public, uploaded synchronously once per shape and never
+  // written by a kernel (schedule_cache.cpp). Except behind V's copy beside the
   // attention (ForwardArgs::v_ready): everything before that copy kernel
   // had completed when it started (an ordinary launch), its own output is
   // read under its counters, and the producer waits for it at the end.

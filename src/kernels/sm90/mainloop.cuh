@@ -45,6 +45,11 @@ namespace dhp::sm90 {
 #ifndef DHP_SM90_P_FILL
 #define DHP_SM90_P_FILL 0
 #endif
+// TEST-ONLY builds must say so (scripts/length-timing-diag.sh,
+// scripts/timeline-run.sh): a shipped build cannot carry this by accident.
+#if DHP_SM90_P_FILL && !defined(DHP_TEST_ONLY_BUILD)
+#error "DHP_SM90_P_FILL is a TEST-ONLY diagnostic (a select on secret scores, wrong results); define DHP_TEST_ONLY_BUILD to build it"
+#endif
 // Compile-time switch, a bit mask by head dim (1: D = 64, 2: D = 128,
 // 4: D = 256); the kernels that wait for both GEMMs before their softmax
 // (kSerial below) never overlap. Both forms pass the GPU suite

@@ -16,6 +16,11 @@
 #ifndef DHP_SCRUB_FILL
 #define DHP_SCRUB_FILL 0
 #endif
+// TEST-ONLY builds must say so (scripts/length-timing-diag.sh,
+// scripts/timeline-run.sh): a shipped build cannot carry this by accident.
+#if DHP_SCRUB_FILL && !defined(DHP_TEST_ONLY_BUILD)
+#error "DHP_SCRUB_FILL is a TEST-ONLY diagnostic (a fill pattern in V's padding); define DHP_TEST_ONLY_BUILD to build it"
+#endif
 
 namespace dhp::sm90 {
 namespace {

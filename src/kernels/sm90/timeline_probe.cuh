@@ -16,6 +16,11 @@
 #ifndef DHP_SM90_TIMELINE
 #define DHP_SM90_TIMELINE 0
 #endif
+// TEST-ONLY builds must say so (scripts/length-timing-diag.sh,
+// scripts/timeline-run.sh): a shipped build cannot carry this by accident.
+#if DHP_SM90_TIMELINE && !defined(DHP_TEST_ONLY_BUILD)
+#error "DHP_SM90_TIMELINE is a TEST-ONLY diagnostic (per-CTA timestamps in global memory); define DHP_TEST_ONLY_BUILD to build it"
+#endif
 
 namespace dhp::sm90::timeline {
 
