@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 # Host cost of the pointer checks (forward.cpp, check_memory): cudaPointerGetAttributes x8 via ctypes.
 import ctypes, time, statistics, torch, glob
 lib = None
@@ -15,3 +16,14 @@ for r in range(7):
         for p in ptrs: f(buf, p)
     res.append((time.perf_counter() - t0) / 20000 * 1e6)
 print(f"cudaPointerGetAttributes x8 via ctypes: {statistics.median(res):.2f} us per call (ctypes overhead included)")
+# ctypes' own cost per call, from a runtime call that does almost nothing (thread-local state).
+dev = ctypes.c_int()
+g = lib.cudaGetDevice
+base = []
+for r in range(7):
+    t0 = time.perf_counter()
+    for _ in range(20000):
+        for p in ptrs: g(ctypes.byref(dev))
+    base.append((time.perf_counter() - t0) / 20000 * 1e6)
+print(f"cudaGetDevice x8 via ctypes (ctypes' cost): {statistics.median(base):.2f} us per call; "
+      f"so 8 pointer checks ~ {statistics.median(res) - statistics.median(base):.2f} us")
