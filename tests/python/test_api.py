@@ -115,7 +115,7 @@ def test_argument_errors_name_the_argument(case, exc, match):
     (dict(k=FakeCudaArray((2, 64, 8, 64), strides=(64 * 516, 516, 64, 1))), r"k_stride_seq: must be a multiple of 8"),
     (dict(out=FakeCudaArray((2, 64, 8, 64), strides=(64 * 512, 0, 64, 1))), r"o_stride_seq: output rows overlap"),
     (dict(q=FakeCudaArray((2, 64, 8, 64), strides=(-64 * 512, 512, 64, 1))), r"q_stride_batch: must be >= 0"),
-    (dict(out=FakeCudaArray((2, 64, 8, 64), strides=(64 * 256, 256, 64, 1))), r"o_stride_batch: output rows overlap"),
+    (dict(out=FakeCudaArray((2, 64, 8, 64), strides=(64 * 256, 512, 64, 1))), r"o_stride_batch: output rows overlap"),
 ])
 def test_library_validation_runs_before_launch(case, match):
     q, k, v, out = qkv()
