@@ -117,10 +117,6 @@ __device__ __forceinline__ void wait_pair_copied(const uint32_t* counter, uint32
   tma::fence_proxy_global();
 }
 
-#ifndef DHP_SM90_HALF_L2_PREFETCH
-#define DHP_SM90_HALF_L2_PREFETCH 1
-#endif
-
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                              const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
@@ -144,21 +140,6 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   // MUFU.RCP sit before ACQBULK (docs/perf-log.md).
   asm volatile("" ::"r"(cur.t), "r"(cur.tile.m_block), "r"(cur.tile.head), "r"(cur.tile.batch), "r"(cur.head_kv),
                "r"(cur.n_end));
-  // Half-row tiles (small grids, one tile per CTA): the first tile's Q and
-  // its first K / V tile prefetched into L2 before the dependency wait, so
-  // that the loads after it find them there instead of in DRAM. In a chain
-  // of small calls on fresh inputs this CTA enters as one of the previous
-  // call's exits and waits for the last (DHP_SM90_HALF_L2_PREFETCH; docs/
-  // perf-log.md, session 31). Public: coordinates from the schedule.
-  if constexpr (Traits::kHalfRows && DHP_SM90_HALF_L2_PREFETCH != 0) {
-    if (ptid == 0 && cur.t < sched.total) {  // public
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        tma::prefetch_l2_4d(tm_q, 0, cur.tile.m_block * BM + 8 * i, cur.tile.head, cur.tile.batch);
-      tma::prefetch_l2_4d(tm_k, 0, (cur.n_end - 1) * BN, cur.head_kv, cur.tile.batch);
-      tma::prefetch_l2_4d(tm_v, 0, (cur.n_end - 1) * BN, cur.head_kv, cur.tile.batch);
-    }
-  }
   // With the copy beside (v_ready), no wait for the copy kernel: the
   // counters say when each pair is ready (public: the launcher's choice).
   if (!Traits::kHasLengths || args.v_ready == nullptr) pdl::wait_for_previous_grid();

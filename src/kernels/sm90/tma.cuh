@@ -72,18 +72,6 @@ __device__ __forceinline__ void load_4d(void* smem_dst, const void* tensor_map, 
                                   bar);
 }
 
-// 4-D tile prefetch global -> L2 (no shared memory, no barrier, no
-// ordering): the box's lines are brought into L2 for a later load_4d of the
-// same box. Safe before the PDL wait: L2 is the point of coherence, so a
-// line an earlier kernel writes afterwards is read as written.
-__device__ __forceinline__ void prefetch_l2_4d(const void* tensor_map, int32_t c0, int32_t c1, int32_t c2,
-                                               int32_t c3) {
-  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(tensor_map)),
-               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-}
-
 // 4-D tile copy shared -> global (the epilogue's O). Rows outside the
 // tensor's public extent are not written: the copy engine clips the box, so
 // no bounds branch is needed. The source must have been written through the
