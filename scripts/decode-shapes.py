@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Decode-like shapes (one or a few query rows against a long key sequence):
+ours against PyTorch SDPA's cuDNN and FlashAttention-2 backends, same GPU,
+same run. Device time per call from a chain of 20 calls in one CUDA graph,
+fresh inputs (sets rotated, together larger than L2); the K/V bytes over that
+time, against the GPU's memory bandwidth, say how close each is to the
+memory roof that bounds decoding. A measurement, not a gate: the issue grid
+(FA3's) has no decode rows.
+
+    python3 scripts/decode-shapes.py [--quick]
+"""
+import math
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import dhp_attention
+from dhp_attention.bench import time_events
+
+N_CHAIN = 20
+SHAPES = [  # B, S_q, H_q, H_kv, S_k, D
+    (1, 1, 32, 8, 4096, 128), (1, 1, 32, 8, 32768, 128), (8, 1, 32, 8, 4096, 128),
+    (32, 1, 32, 8, 4096, 128), (8, 16, 32, 8, 8192, 128), (1, 1, 8, 8, 16384, 64)]
+if "--quick" in sys.argv[1:]:
+    SHAPES = SHAPES[:2]
+l2 = torch.cuda.get_device_properties(0).L2_cache_size
+
+
+def inputs(B, Sq, Hq, Hkv, Sk, D):
+    per_set = 2 * B * (2 * Sq * Hq + 2 * Sk * Hkv) * D
+    n = 1 if per_set >= 2 * l2 else min(64, math.ceil(4 * l2 / per_set))
+    return [tuple(torch.randn(B, s, h, D, device="cuda", dtype=torch.float16).transpose(1, 2)
+                  for s, h in ((Sq, Hq), (Sk, Hkv), (Sk, Hkv))) for _ in range(n)]
+
+
+def chain_us(fs):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(N_CHAIN):
+            fs[i % len(fs)]()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(N_CHAIN):
+            fs[i % len(fs)]()
+    return 1000 * statistics.median(time_events([g.replay], 10, 100)) / N_CHAIN
+
+
+print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; fp16, fresh inputs, "
+      f"{N_CHAIN} calls per graph; GB/s = K and V bytes / time")
+print("| B | S_q | H_q/H_kv | S_k | D | dhp us | cuDNN us | FA2 us | dhp GB/s | best SDPA GB/s | dhp/best SDPA |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for B, Sq, Hq, Hkv, Sk, D in SHAPES:
+    sets = inputs(B, Sq, Hq, Hkv, Sk, D)
+    kv_bytes = 2 * B * Sk * Hkv * D * 2
+    row = {}
+    with torch.no_grad():
+        row["dhp"] = chain_us([lambda s=s: dhp_attention.attention(*s, layout="bhsd") for s in sets])
+        ref = dhp_attention.attention(*sets[0], layout="bhsd").transpose(1, 2)
+        for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)):
+            try:
+                with sdpa_kernel([be]):
+                    out = F.scaled_dot_product_attention(*sets[0], enable_gqa=True)
+                    err = (out.float() - ref.float()).norm() / out.float().norm()
+                    assert err < 1e-2, f"{name} disagrees with dhp: {err:.2e}"
+                    row[name] = chain_us([lambda s=s: F.scaled_dot_product_attention(*s, enable_gqa=True)
+                                          for s in sets])
+            except Exception as e:  # a backend that does not take the shape
+                row[name] = None
+                print(f"  ({name} B{B} S_q{Sq} S_k{Sk}: {str(e).splitlines()[0][:100]})")
+    best = min(v for k, v in row.items() if k != "dhp" and v is not None) if any(
+        row[k] for k in ("cuDNN", "FA2")) else None
+    f = lambda v: "n/a" if v is None else f"{v:.1f}"
+    dhp_us = row["dhp"]
+    best_gbs = "n/a" if best is None else f"{kv_bytes / best / 1e3:.0f}"
+    ratio = "n/a" if best is None else f"{best / dhp_us:.2f}"
+    print(f"| {B} | {Sq} | {Hq}/{Hkv} | {Sk} | {D} | {f(dhp_us)} | {f(row['cuDNN'])} | {f(row['FA2'])} | "
+          f"{kv_bytes / dhp_us / 1e3:.0f} | {best_gbs} | {ratio} |")
+    sys.stdout.flush()
