@@ -60,7 +60,7 @@ for B, Sq, Hq, Hkv, Sk, D in SHAPES:
     row = {}
     with torch.no_grad():
         row["dhp"] = chain_us([lambda s=s: dhp_attention.attention(*s, layout="bhsd") for s in sets])
-        ref = dhp_attention.attention(*sets[0], layout="bhsd").transpose(1, 2)
+        ref = dhp_attention.attention(*sets[0], layout="bhsd")  # [B, H, S_q, D], as SDPA
         for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)):
             try:
                 with sdpa_kernel([be]):
