@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import dhp_attention
-from dhp_attention.bench import time_events
+from dhp_attention.bench import chain_graph, time_events
 
 N_CHAIN = 20
 SHAPES = [  # B, S_q, H_q, H_kv, S_k, D
@@ -37,17 +37,7 @@ def inputs(B, Sq, Hq, Hkv, Sk, D):
 
 
 def chain_us(fs):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for i in range(N_CHAIN):
-            fs[i % len(fs)]()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(N_CHAIN):
-            fs[i % len(fs)]()
-    return 1000 * statistics.median(time_events([g.replay], 10, 100)) / N_CHAIN
+    return 1000 * statistics.median(time_events([chain_graph(fs, N_CHAIN)], 10, 100)) / N_CHAIN
 
 
 print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; fp16, fresh inputs, "

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import dhp_attention
-from dhp_attention.bench import as_graphs, input_sets, time_events
+from dhp_attention.bench import as_graphs, chain_graph, input_sets, time_events
 
 N_CHAIN = 20
 c = dict(dtype=torch.float16, B=1, Hq=8, Hkv=8, S=512, D=64, causal=False, lengths=False)
@@ -39,16 +39,6 @@ for name, fs in fns.items():
     ctx = sdpa_kernel([SDPBackend.CUDNN_ATTENTION]) if name == "cuDNN" else torch.no_grad()
     with ctx:
         single = time_events(as_graphs(fs, torch.cuda.graph_pool_handle()), 50, 1000)
-        g = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for i in range(N_CHAIN):
-                fs[i % len(fs)]()
-        torch.cuda.current_stream().wait_stream(side)
-        with torch.cuda.graph(g):
-            for i in range(N_CHAIN):
-                fs[i % len(fs)]()
-        chain = time_events([g.replay], 10, 200)
+        chain = time_events([chain_graph(fs, N_CHAIN)], 10, 200)
     print(f"| {name} | {1000 * statistics.median(single):.1f} | {1000 * statistics.median(chain) / N_CHAIN:.2f} |")
 sys.stdout.flush()

@@ -180,6 +180,24 @@ def as_graphs(fns, pool):
     return graphs
 
 
+def chain_graph(fns, n: int):
+    """One CUDA graph of n back-to-back calls, fns[i % len(fns)]() for call i
+    (warmed up on a side stream first); returns its replay. Timing a replay
+    and dividing by n gives the device time per call with the launch gaps a
+    serving loop sees (scripts/small-call-methods.py, scripts/decode-shapes.py)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(n):
+            fns[i % len(fns)]()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(n):
+            fns[i % len(fns)]()
+    return g.replay
+
+
 def stats_us(ms: list) -> dict:
     us = sorted(x * 1000.0 for x in ms)
     pct = lambda p: us[min(len(us) - 1, int(math.ceil(p / 100.0 * len(us))) - 1)]  # noqa: E731
