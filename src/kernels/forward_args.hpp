@@ -55,6 +55,21 @@ struct ForwardArgs {
   // offset 216).
   const uint32_t* v_ready;
   int32_t v_ready_count;
+  // Hopper decode kernel only (sm90/decode.hpp; Sm90Traits' DECODE_): the
+  // key range of every query tile is cut into `kv_splits` chunks of
+  // `split_key_tiles` key tiles (public: from S_k alone), each chunk a work
+  // unit that writes its normalised O (fp32) and lse into
+  // o_partial [kv_splits, B, H_q, S_q, D] and lse_partial [kv_splits, B,
+  // H_q, S_q]; a combine kernel merges them (sm90/split_combine.cu).
+  // q_pack > 1: the call's H_q / H_kv query heads of one position were
+  // packed as the rows of one head (S_q = 1 only, GQA): a secret L_q of 0 or
+  // 1 then covers q_pack rows (kernels/common/lengths.cuh, load_lengths).
+  // Addresses written are public (pointers and tile indices).
+  int32_t kv_splits;
+  int32_t split_key_tiles;
+  int32_t q_pack;
+  float* o_partial;
+  float* lse_partial;
 };
 static_assert(__builtin_offsetof(ForwardArgs, schedule) == 200, "public_pointers.audit names this offset");
 static_assert(__builtin_offsetof(ForwardArgs, v_ready) == 216, "public_pointers.audit names this offset");

@@ -177,6 +177,31 @@ std::vector<Case> all_cases() {
     c.with_lse = false;
     cs.push_back(c);
   }
+  // Decoding, S_q = 1 (the Hopper decode path, sm90/decode.hpp): key ranges
+  // split into chunks merged by the combine kernel, and with GQA the query
+  // heads of a kv head packed as one tile's rows. Every head dim and dtype,
+  // key lengths that are not tile or chunk multiples, causal (a no-op at
+  // S_q = 1 that the path drops), every length mode, BHSD and padded
+  // strides, a pack wider than a 64-row tile (66 heads on one kv head: two
+  // query blocks), NaN in the padding, and a long LLM shape (GQA 32 / 8,
+  // S_k 33 000, 17 chunks of 16 key tiles).
+  cs.push_back(make(kF16, 3, 1, 5000, 8, 2, 128, false));
+  cs.push_back(make(kBF16, 2, 1, 3001, 32, 8, 64, true, Lengths::kSeparate));
+  cs.push_back(make(kF16, 4, 1, 2000, 4, 4, 256, false, Lengths::kOnlyK));
+  cs.push_back(make(kBF16, 2, 1, 700, 66, 1, 64, false));
+  cs.push_back(make(kF16, 5, 1, 1500, 16, 4, 128, true, Lengths::kOnlyQ, Layout::kBHSD));
+  cs.push_back(make(kBF16, 3, 1, 999, 8, 4, 256, false, Lengths::kSeparate, Layout::kPadded));
+  cs.push_back(make(kF16, 2, 1, 33000, 32, 8, 128, false));
+  cs.push_back(make(kBF16, 1, 1, 100, 8, 1, 128, true));
+  {
+    Case c = make(kF16, 6, 1, 2500, 8, 2, 128, true, Lengths::kSeparate);
+    c.poison_padding = true;
+    cs.push_back(c);
+    Case d = make(kBF16, 4, 1, 1200, 4, 2, 64, false, Lengths::kOnlyK);
+    d.poison_padding = true;
+    d.with_lse = false;
+    cs.push_back(d);
+  }
   return cs;
 }
 
@@ -213,6 +238,16 @@ TEST(ForwardLengths, AllZeroAndAllFull) {
   c.lens_q = {-5, 1000, 64, 2147483647};
   c.lens_k = {7, -2147483647 - 1, 300, 128};
   expect_pass(c);
+  // Decoding (S_q = 1; GQA packed): a query length of 0 empties all of a
+  // pack's rows, 1 or more (clamped) none; key lengths 0, 1, one key in the
+  // last chunk, S_k; causal and not.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16})
+    for (bool causal : {false, true}) {
+      Case d = make(dt, 6, 1, 2100, 8, 2, dt == DType::kFloat16 ? 128 : 64, causal, Lengths::kSeparate);
+      d.lens_q = {1, 0, 1, 7, -3, 1};
+      d.lens_k = {0, 2100, 1, 2049, 2100, 2099};
+      expect_pass(d);
+    }
 }
 
 // NaN in one visible query row propagates to that row (as in the reference)
@@ -222,6 +257,11 @@ TEST(ForwardNaN, VisibleNaNPropagatesOnlyToItsRow) {
   Case c = make(DType::kFloat16, 1, 100, 100, 1, 1, 64, false);
   c.nan_query_row = 37;
   expect_pass(c);
+  // Decoding with GQA: head 0's one row shares a tile with heads 1-3 (the
+  // pack) and its chunks with the combine: only head 0 may turn NaN.
+  Case d = make(DType::kFloat16, 2, 1, 3000, 8, 2, 128, false);
+  d.nan_query_row = 0;
+  expect_pass(d);
 }
 
 // The comparison must be able to fail: against a reference computed with the

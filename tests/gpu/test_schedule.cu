@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/forward_args.hpp"
+#include "kernels/sm90/decode.hpp"
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/padding_scrub.hpp"
 #include "kernels/sm90/scheduler.cuh"
@@ -468,4 +469,58 @@ TEST(VCopyBeside, EveryChunkCopiedOnce) {
     }
     for (int32_t i = 0; i < items; ++i) EXPECT_EQ(taken[static_cast<size_t>(i)], 1) << "item " << i << " of " << items;
   }
+}
+
+// The decode plan (sm90/decode.hpp) on the CPU: it must not depend on the
+// batch size (batch invariance: the chunks fix the reduction order), must
+// pack exactly the query heads of a kv head at S_q = 1, and its chunks
+// (scheduler.cuh, key_chunk) must cover every key tile of a query tile
+// exactly once, the last ones empty where a range ends early (causal).
+TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
+  struct Shape { int32_t sq, sk, hq, hkv; };
+  const Shape shapes[] = {{1, 4096, 32, 8}, {1, 32768, 32, 8}, {1, 100, 8, 8},  {1, 16384, 8, 8},
+                          {1, 3001, 66, 1}, {16, 8192, 32, 8}, {64, 777, 4, 2}, {1, 1, 2, 1}};
+  for (const Shape& sh : shapes) {
+    ForwardArgs a{};
+    a.seqlen_q = sh.sq, a.seqlen_k = sh.sk, a.heads_q = sh.hq, a.heads_kv = sh.hkv, a.kv_group = sh.hq / sh.hkv;
+    a.batch = 1;
+    const sm90::DecodePlan p1 = sm90::decode_plan(a, 64, 128);
+    a.batch = 37;
+    const sm90::DecodePlan p37 = sm90::decode_plan(a, 64, 128);
+    EXPECT_EQ(p1.splits, p37.splits);
+    EXPECT_EQ(p1.split_key_tiles, p37.split_key_tiles);
+    EXPECT_EQ(p1.q_pack, sh.sq == 1 ? sh.hq / sh.hkv : 1);
+    EXPECT_EQ(p1.heads * p1.q_pack, sh.hq);
+    const int32_t key_tiles = (sh.sk + 127) / 128;
+    EXPECT_GE(p1.split_key_tiles, std::min(key_tiles, sm90::kDecodeMinChunkTiles));
+    EXPECT_GE(static_cast<int64_t>(p1.splits) * p1.split_key_tiles, key_tiles);
+    EXPECT_LT(static_cast<int64_t>(p1.splits - 1) * p1.split_key_tiles, key_tiles) << "no chunk wholly past S_k";
+    // Every key tile of ranges that end at the last tile or earlier once.
+    for (int32_t n_end : {key_tiles, key_tiles / 2, 1, 0}) {
+      std::vector<int> seen(static_cast<size_t>(key_tiles), 0);
+      for (int32_t c = 0; c < p1.splits; ++c) {
+        const sm90::KeyChunk ch = sm90::key_chunk(n_end, c, p1.split_key_tiles);
+        EXPECT_LE(ch.n_begin, ch.n_end);
+        for (int32_t n = ch.n_begin; n < ch.n_end; ++n) ++seen[static_cast<size_t>(n)];
+      }
+      for (int32_t n = 0; n < key_tiles; ++n) EXPECT_EQ(seen[static_cast<size_t>(n)], n < n_end ? 1 : 0);
+    }
+  }
+  // Enough work units for one sequence of a long decode (GQA 32 / 8, S_k
+  // 32k: 8 packed heads x 16 chunks), and the split scheduler's units each
+  // once.
+  ForwardArgs a{};
+  a.seqlen_q = 1, a.seqlen_k = 32768, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4, a.batch = 3;
+  const sm90::DecodePlan p = sm90::decode_plan(a, 64, 128);
+  EXPECT_EQ(p.heads * p.splits, 128);
+  const ForwardArgs d = sm90::decode_args(a, p);
+  const sm90::TileScheduler<64, true> sched(d);
+  ASSERT_EQ(sched.total, 3 * 8 * p.splits);
+  std::vector<int> seen(static_cast<size_t>(sched.total), 0);
+  for (int32_t t = 0; t < sched.total; ++t) {
+    const sm90::Tile x = sched.decode(t);
+    ASSERT_EQ(x.m_block, 0);
+    ++seen[static_cast<size_t>((x.batch * 8 + x.head) * p.splits + x.split)];
+  }
+  for (int v : seen) EXPECT_EQ(v, 1);
 }

@@ -396,6 +396,12 @@ int run_sanitize() {
       // Causal shared lengths at D = 256: V's padding zeroed in shared
       // memory in two-key-tile bands (80-key tiles), no copy of V.
       {DType::kFloat16, 2, 2, 1, 300, 300, 256, true, LengthMode::kShared, true},
+      // The decode path (sm90/decode.hpp, S_q = 1): chunks of the key range
+      // as work units, fp32 partials, the combine; GQA packed (66 heads on
+      // one kv head: two query blocks), V's copy before it; MHA unpacked.
+      {DType::kFloat16, 2, 8, 2, 1, 700, 128, true, LengthMode::kSeparate, true},
+      {DType::kBFloat16, 2, 66, 1, 1, 1000, 64, false, LengthMode::kSeparate, false},
+      {DType::kBFloat16, 3, 4, 4, 1, 333, 256, false, LengthMode::kNone, true},
       // V's copy beside the attention (sm90 padding_scrub.hpp): 136 tiles on
       // 68 CTAs, the copy engine's ring, the counters and their waits.
       {DType::kFloat16, 4, 34, 34, 128, 700, 128, false, LengthMode::kSeparate, true},

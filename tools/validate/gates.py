@@ -69,6 +69,12 @@ GATE1 = [
     # The 128-key D128 kernels hold Q in registers (kernel_traits.cuh,
     # kQRegCols): the dense one with value classes (the lengths ones above).
     ("fp16 D128 causal none, Q in registers", "--dtype fp16 --batch 2 --heads 4 --heads-kv 2 --seqlen 700 --head-dim 128 --causal"),
+    # The decode path (sm90/decode.hpp, S_q = 1): key-range chunks as work
+    # units (fp32 partials, then the combine kernel), GQA heads packed as
+    # rows; V's copy before it with secret key lengths.
+    ("fp16 D128 decode separate GQA", "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 1 --seqlen-k 3000 --head-dim 128 --lengths separate"),
+    ("bf16 D64 decode causal none GQA", "--dtype bf16 --batch 1 --heads 8 --heads-kv 2 --seqlen 1 --seqlen-k 2100 --head-dim 64 --causal"),
+    ("fp16 D256 decode separate", "--dtype fp16 --batch 3 --heads 4 --seqlen 1 --seqlen-k 1000 --head-dim 256 --lengths separate"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
 SMALL = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64 --causal --lengths separate"
@@ -80,6 +86,7 @@ LARGE = "--dtype bf16 --batch 2 --heads 16 --seqlen 2048 --head-dim 128 --length
 # launcher's rule, launch.cuh, counts tiles against SMs). Likewise the
 # "32-row tiles" configurations of gates 1 and 3 and the sanitizers.
 SMALL_DENSE = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64"
+DECODE = "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 1 --seqlen-k 8192 --head-dim 128 --lengths separate"
 DUDECT = [
     ("small values", SMALL, "values", 1_000_000, 20_000, "PASS", ""),
     ("small lengths", SMALL, "lengths", 1_000_000, 20_000, "PASS", ""),
@@ -90,6 +97,9 @@ DUDECT = [
     # kQRegCols); LARGE takes the 160-key one.
     ("large values, Q in registers", "--dtype fp16 --batch 4 --heads 16 --seqlen 1024 --head-dim 128 --causal",
      "values", 100_000, 2_000, "PASS", ""),
+    # The decode path: one LLM step (GQA 32 / 8, S_k 8192, 64 chunks).
+    ("decode values", DECODE, "values", 100_000, 2_000, "PASS", ""),
+    ("decode lengths", DECODE, "lengths", 100_000, 2_000, "PASS", ""),
 ]
 CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL", ""),
                   ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS", "")]
@@ -133,6 +143,9 @@ REPRO = [
     ("fp16 D64 causal shared, 192-row tiles in causal lists", "--dtype fp16 --batch 5 --heads 16 --seqlen 4096 --head-dim 64 --causal --lengths shared"),
     # Q in registers (the 128-key D128 kernel), several tiles per CTA.
     ("bf16 D128 causal none, Q in registers", "--dtype bf16 --batch 4 --heads 16 --seqlen 900 --head-dim 128 --causal"),
+    # The decode path: chunks by S_k and heads alone, merged in a fixed order.
+    ("fp16 D128 decode separate GQA", "--dtype fp16 --batch 4 --heads 32 --heads-kv 8 --seqlen 1 --seqlen-k 5000 --head-dim 128 --lengths separate"),
+    ("bf16 D256 decode none", "--dtype bf16 --batch 3 --heads 8 --heads-kv 2 --seqlen 1 --seqlen-k 3000 --head-dim 256"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

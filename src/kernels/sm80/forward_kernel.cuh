@@ -25,7 +25,10 @@ namespace dhp::sm80 {
 // when lengths are public. Everything here is public.
 template <int BM, int BN>
 struct KeyTileRange {
-  int32_t n_end;  // tiles [0, n_end) are visited, last first
+  int32_t n_end;  // tiles [n_begin, n_end) are visited, last first
+  // 0 but in the Hopper decode kernel, whose work units are chunks of a
+  // query tile's key range (sm90/scheduler.cuh, scheduled_tile).
+  int32_t n_begin = 0;
 
   // Host too: the Hopper launcher's schedule model weighs tiles with it.
   __host__ __device__ __forceinline__ KeyTileRange(const kernels::ForwardArgs& a, int32_t m0) {

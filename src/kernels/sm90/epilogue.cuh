@@ -82,4 +82,26 @@ __device__ __forceinline__ void store_rows_tma(const float (&o)[1][D / 8][4], co
   }
 }
 
+// The decode kernel's partial O (sm90/decode.hpp): this warp's 16 rows of
+// the fp32 accumulator (as [1][D/8][4]: a thread holds rows lane/4 and
+// lane/4 + 8, columns 8j + 2 (lane % 4) + {0, 1}) stored straight from
+// registers, 8 bytes per store, a quad writing 32 contiguous bytes of a
+// row. rows: the tile's first row of the work unit's [S_q, D] block;
+// warp_row0 / first_row: the warp's first row in the tile / in the
+// sequence. Rows at or past S_q (public) are not written.
+template <int D>
+__device__ __forceinline__ void store_rows_fp32(const float (&o)[1][D / 8][4], float* rows, int warp_row0,
+                                                int32_t first_row, int32_t seqlen_q, int lane) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    if (first_row + hh * 8 + g < seqlen_q) {  // public: position
+      float* row = rows + static_cast<int64_t>(warp_row0 + hh * 8 + g) * D + 2 * t;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j)
+        *reinterpret_cast<float2*>(row + 8 * j) = make_float2(o[0][j][2 * hh], o[0][j][2 * hh + 1]);
+    }
+  }
+}
+
 }  // namespace dhp::sm90::epilogue

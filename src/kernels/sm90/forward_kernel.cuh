@@ -70,6 +70,16 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
 }
 #endif
 
+// A tile's key tiles: the query tile's range (sm80::KeyTileRange), or in
+// the decode kernel its chunk of it (scheduled_tile).
+template <typename Traits>
+__device__ __forceinline__ sm80::KeyTileRange<Traits::kBlockM, Traits::kBlockN> key_range(
+    const kernels::ForwardArgs& args, int32_t m0, const ScheduledTile& cur) {
+  sm80::KeyTileRange<Traits::kBlockM, Traits::kBlockN> range(args, m0);
+  if constexpr (Traits::kDecode) range.n_begin = cur.n_begin, range.n_end = cur.n_end;
+  return range;
+}
+
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     attention_forward_sm90(const __grid_constant__ kernels::ForwardArgs args,
@@ -84,7 +94,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
 
   const int tid = threadIdx.x, wg_index = tid / 128;
-  const TileScheduler<BM> sched(args);
+  const TileScheduler<BM, Traits::kDecode> sched(args);
 
   timeline::mark(3, 0);  // TEST-ONLY probe (no code by default): kernel entry
   timeline::cta_time(0);
@@ -168,7 +178,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     timeline::tile(1 + g, tc, 0);
     const Tile tile = cur.tile;
     const int32_t m0 = cur.tile.m_block * BM;
-    const sm80::KeyTileRange<BM, BN> range(args, m0);
+    const sm80::KeyTileRange<BM, BN> range = key_range<Traits>(args, m0, cur);
     // Per-thread row offsets are the same in every tile. With three consumer
     // warpgroups they are rebuilt per tile from an opaque copy of the thread
     // index (kernels/common/opaque.cuh: no register to hold them through the
@@ -206,7 +216,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     };
     auto decode_next = [&] { next = scheduled_tile<BM, BN>(args, sched, r + 1); };
     run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
-    kv += range.n_end;
+    kv += range.n_end - range.n_begin;
 
     int32_t L_q = args.seqlen_q;
     if constexpr (Traits::kHasLengths)
@@ -215,52 +225,63 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // complete in all four of its warps (the barrier): its warps stage O
     // there. The other warpgroup may still be computing on its own rows.
     // (With an O buffer each warp stages into rows only it uses: no barrier.)
-    if constexpr (!Traits::kOBuffer) consumer_warpgroup_sync(g);  // an O buffer: no Q rows to wait for
+    if constexpr (!Traits::kOBuffer && !Traits::kDecode) consumer_warpgroup_sync(g);  // O buffer, decode: no staging in Q
     timeline::tile(1 + g, tc, 4);
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode
     // above overlaps the previous kernel too.
     if (!Traits::kHasLengths || args.v_ready == nullptr) pdl::wait_for_previous_grid();  // public
     const int64_t lse_row0 = (static_cast<int64_t>(tile.batch) * args.heads_q + tile.head) * args.seqlen_q + m0;
-    sm80::finalize_rows<1, D / 8, Traits::kHalfRows ? 1 : 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0,
-                                                              m0 + tile_row0, args.seqlen_q,
-                                                              args.lse != nullptr ? args.lse + lse_row0 : nullptr,
-                                                              wtid_here % 32);
-    timeline::tile(1 + g, tc, 5);
-    if (Traits::kStageOInRing && range.n_end > 0) {  // public
-      // O staged in the last key tile's ring slot (kernel_traits.cuh): this
-      // warpgroup's half of it once the other warpgroup no longer reads it
-      // (mainloop.cuh), 64 rows in the compact 64-row layout; the half is
-      // released to the producer once the stores have read it.
-      const int s_last = static_cast<int>((kv - 1) % S);
-      if (g == 0)  // public: warpgroup index
-        ring_handoff::k_free_wait();
-      else
-        ring_handoff::v_free_wait();
-      // K half + g * (V half - K half): an add, not a select (ptxas made
-      // the select two predicated writes, which dhp-audit reads as a
-      // possibly-secret address: a guarded write joins the old value).
-      const uint8_t* stage = st.k[s_last] + g * static_cast<int>(st.v[0] - st.k[0]);
-      epilogue::store_rows_tma<T, 64, D, kRebuild>(as_frag<D>(o), stage, warp_row0 - 64 * g, &tm_o, m0 + warp_row0,
-                                                   tile.head, tile.batch, wtid_here % 32);
-      timeline::mark(1 + g, 42);
-      timeline::tile(1 + g, tc, 6);
-      epilogue::wait_staging_free(lane_of_warpgroup_now() % 32);
-      tma::arrive(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
+    if constexpr (Traits::kDecode) {
+      // The work unit's rows of the partials (chunk-major), fp32 O straight
+      // from registers (no staging): rows below S_q only.
+      const int64_t unit_row0 =
+          static_cast<int64_t>(tile.split) * args.batch * args.heads_q * args.seqlen_q + lse_row0;
+      sm80::finalize_rows<1, D / 8, 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0, m0 + tile_row0,
+                                       args.seqlen_q, args.lse_partial + unit_row0, wtid_here % 32);
+      epilogue::store_rows_fp32<D>(as_frag<D>(o), args.o_partial + unit_row0 * D, tile_row0, m0 + tile_row0,
+                                   args.seqlen_q, wtid_here % 32);
     } else {
-      const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
-      // An O buffer's previous stores (the last tile's) were issued a tile ago.
-      if constexpr (Traits::kOBuffer) epilogue::wait_staging_free(wtid_here % 32);
-      epilogue::store_rows_tma<T, Traits::kQRows, D, kRebuild>(as_frag<D>(o), o_staging(st, q_buf_here), warp_row0,
-                                                               &tm_o, m0 + tile_row0, tile.head, tile.batch,
-                                                               wtid_here % 32);
-      timeline::mark(1 + g, 42);
-      timeline::tile(1 + g, tc, 6);
-      if constexpr (Traits::kQStages == 1) {
-        // The next Q lands in these bytes (TMA): this warp's stores must have
-        // read them before its threads release the buffer.
+      sm80::finalize_rows<1, D / 8, Traits::kHalfRows ? 1 : 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0,
+                                                                m0 + tile_row0, args.seqlen_q,
+                                                                args.lse != nullptr ? args.lse + lse_row0 : nullptr,
+                                                                wtid_here % 32);
+      timeline::tile(1 + g, tc, 5);
+      if (Traits::kStageOInRing && range.n_end > 0) {  // public
+        // O staged in the last key tile's ring slot (kernel_traits.cuh): this
+        // warpgroup's half of it once the other warpgroup no longer reads it
+        // (mainloop.cuh), 64 rows in the compact 64-row layout; the half is
+        // released to the producer once the stores have read it.
+        const int s_last = static_cast<int>((kv - 1) % S);
+        if (g == 0)  // public: warpgroup index
+          ring_handoff::k_free_wait();
+        else
+          ring_handoff::v_free_wait();
+        // K half + g * (V half - K half): an add, not a select (ptxas made
+        // the select two predicated writes, which dhp-audit reads as a
+        // possibly-secret address: a guarded write joins the old value).
+        const uint8_t* stage = st.k[s_last] + g * static_cast<int>(st.v[0] - st.k[0]);
+        epilogue::store_rows_tma<T, 64, D, kRebuild>(as_frag<D>(o), stage, warp_row0 - 64 * g, &tm_o, m0 + warp_row0,
+                                                     tile.head, tile.batch, wtid_here % 32);
+        timeline::mark(1 + g, 42);
+        timeline::tile(1 + g, tc, 6);
         epilogue::wait_staging_free(lane_of_warpgroup_now() % 32);
-        tma::arrive(&st.q_empty[0]);
+        tma::arrive(&st.k_empty[s_last] + g * static_cast<int>(&st.v_empty[0] - &st.k_empty[0]));
+      } else {
+        const int q_buf_here = kRebuild ? kernels::opaque_copy(view.q_buf) : view.q_buf;
+        // An O buffer's previous stores (the last tile's) were issued a tile ago.
+        if constexpr (Traits::kOBuffer) epilogue::wait_staging_free(wtid_here % 32);
+        epilogue::store_rows_tma<T, Traits::kQRows, D, kRebuild>(as_frag<D>(o), o_staging(st, q_buf_here), warp_row0,
+                                                                 &tm_o, m0 + tile_row0, tile.head, tile.batch,
+                                                                 wtid_here % 32);
+        timeline::mark(1 + g, 42);
+        timeline::tile(1 + g, tc, 6);
+        if constexpr (Traits::kQStages == 1) {
+          // The next Q lands in these bytes (TMA): this warp's stores must have
+          // read them before its threads release the buffer.
+          epilogue::wait_staging_free(lane_of_warpgroup_now() % 32);
+          tma::arrive(&st.q_empty[0]);
+        }
       }
     }
     timeline::tile(1 + g, tc, 7);

@@ -113,8 +113,12 @@ struct Sm90Config<256> {
 // registers at the peak, consumers at 240 and the producer at 24, one K/V
 // stage beside the 64 KB Q (64 + 64 + 64 KB). launch.cuh takes it where
 // it measured faster (short and causal sequences).
+// DECODE_: the decode kernel (sm90/decode.hpp): one consumer warpgroup of
+// 64 query rows, each work unit a chunk of a query tile's key range
+// (ForwardArgs::kv_splits), O and lse written as fp32 partials that a
+// combine kernel merges (sm90/split_combine.cu).
 template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN, bool HALF_ = false,
-          bool ONE_GEMM_ = false>
+          bool ONE_GEMM_ = false, bool DECODE_ = false>
 struct Sm90Traits {
   using T = T_;
   static constexpr int kHeadDim = D;
@@ -140,6 +144,8 @@ struct Sm90Traits {
   static constexpr int kBlockN = BN_;
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
   static constexpr bool kOneGemm = ONE_GEMM_;
+  static constexpr bool kDecode = DECODE_;
+  static_assert(!DECODE_ || (NC_ == 1 && !HALF_ && !ONE_GEMM_), "decode: one consumer warpgroup, 64-row tiles");
   // Built and tested for D = 256 without secret lengths only (launch.cuh);
   // elsewhere its register split and one stage have not been checked.
   static_assert(!ONE_GEMM_ || (D == 256 && !HAS_LENGTHS_ && NC_ == 2 && !HALF_),
@@ -164,7 +170,9 @@ struct Sm90Traits {
   // One GEMM in flight (kOneGemm): 128 x 24 + 256 x 240 = 64 512, the
   // launch's 168 x 384.
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kOneGemm ? 24 : DHP_SM90_PRODUCER_REGS;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kOneGemm ? 240 : DHP_SM90_CONSUMER_REGS;
+  // The decode kernel's one consumer warpgroup takes all it may (the D = 256
+  // kernel with lengths spilled 40 bytes at 232).
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kOneGemm ? 240 : DECODE_ ? 256 : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
   // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
   // so the producer loads the next tile's Q -- and, behind it, that tile's
@@ -187,6 +195,8 @@ struct Sm90Traits {
   // the epilogue's stores before: D256 +1.5 to +7 % (medians) in an A/B
   // (docs/perf-log.md, session 8). DHP_SM90_O_IN_RING=0 restores that (A/B).
   static constexpr bool kStageOInRing = kQStages == 1 && DHP_SM90_O_IN_RING != 0;
+  // The decode kernel stores O from registers (fp32 partials): no staging.
+  static_assert(!DECODE_ || kQStages == 2, "decode: two Q buffers");
   static_assert(!kStageOInRing || (kConsumers == 2 && kKVBytes >= 64 * D * 2),
                 "one warpgroup's 64 rows of O per half of a ring slot");
   // O staged in a buffer of its own (DHP_SM90_O_BUFFER above); the Q buffer

@@ -11,10 +11,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/sm90/decode.hpp"
 #include "kernels/sm90/forward_kernel.cuh"
 #include "kernels/sm90/launch.hpp"
 #include "kernels/sm90/padding_scrub.hpp"
 #include "kernels/sm90/schedule_cache.hpp"
+#include "kernels/sm90/split_combine.hpp"
 #include "kernels/sm90/tensor_map.hpp"
 #include "kernels/sm90/tile_shape.hpp"
 
@@ -270,6 +272,96 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
   return err;
 }
 
+// The decode path (decode.hpp): the decode kernel over the plan's work
+// units, writing fp32 partials into scratch memory, then the combine into
+// the call's O and lse. Secret key lengths: V's zero-padded copy first
+// (padding_scrub.hpp, before the attention; the copy beside follows the
+// dense kernel's schedule). DHP_SM90_DECODE_CHUNK=N forces N key tiles per
+// chunk (A/B, tests).
+template <typename Traits>
+cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream) {
+  using T = typename Traits::T;
+  constexpr int D = Traits::kHeadDim, BM = Traits::kBlockM, BN = Traits::kBlockN;
+  static_assert(Traits::kDecode, "the decode kernel");
+  static const char* chunk_env = std::getenv("DHP_SM90_DECODE_CHUNK");
+  const DecodePlan plan = decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0);
+  kernels::ForwardArgs a = decode_args(call, plan);
+  const int sms = sm_count();
+  if (sms <= 0) return cudaErrorInvalidDevice;
+  const int64_t units = query_tiles(a, BM) * plan.splits;
+  if (units > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
+  const int grid = static_cast<int>(std::min<int64_t>(units, sms));
+  // The ring position counts key tiles in 32 bits (as in launch_attention).
+  if ((units + grid - 1) / grid * plan.split_key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
+  const bool v_copy = Traits::kHasLengths && a.lens_k != nullptr;
+  if (v_copy && static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;
+  // Scratch: partial O, partial lse, then V's copy (256-byte aligned parts).
+  const int64_t prows = decode_partial_rows(a, plan);
+  const size_t o_bytes = (static_cast<size_t>(prows) * D * 4 + 255) / 256 * 256;
+  const size_t lse_bytes = (static_cast<size_t>(prows) * 4 + 255) / 256 * 256;
+  const size_t copy_bytes = v_copy ? static_cast<size_t>(a.batch) * a.seqlen_k * a.heads_kv * D * sizeof(T) : 0;
+  char* scratch = static_cast<char*>(scratch_alloc(o_bytes + lse_bytes + copy_bytes, stream));
+  if (scratch == nullptr) return cudaErrorNotSupported;
+  a.o_partial = reinterpret_cast<float*>(scratch);
+  a.lse_partial = reinterpret_cast<float*>(scratch + o_bytes);
+  CUtensorMap tq, tk, tv, to;
+  cudaError_t err = cudaSuccess;
+  // Half of the tensor maps describe the call's own tensors: made (and so
+  // checked) before anything is launched.
+  if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
+                   BM) ||
+      !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
+                   BN) ||
+      // O: never written by the decode kernel (the combine writes it); the
+      // map checks its alignment as the dense path's does.
+      !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
+                   16))
+    err = cudaErrorNotSupported;
+  if (err == cudaSuccess && v_copy) {
+    void* copy = scratch + o_bytes + lse_bytes;
+    err = launch_padding_scrub(call, D, copy, stream);
+    a.v = copy;  // packed [B, S_k, H_kv, D]
+    a.v_stride_head = D;
+    a.v_stride_seq = static_cast<int64_t>(a.heads_kv) * D;
+    a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
+  }
+  if (err == cudaSuccess && !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq,
+                                         a.v_stride_head, a.v_stride_batch, BN))
+    err = cudaErrorNotSupported;
+  if (err == cudaSuccess) {
+    auto* kernel = &attention_forward_sm90<Traits>;
+    constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
+    static thread_local int configured_device = -1;
+    err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
+    if (err == cudaSuccess) {
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t config = {};
+      config.gridDim = dim3(grid);
+      config.blockDim = dim3(Traits::kThreads);
+      config.dynamicSmemBytes = kSmem;
+      config.stream = stream;
+      config.attrs = attr;
+      config.numAttrs = 1;
+      err = cudaLaunchKernelEx(&config, kernel, a, tq, tk, tv, to);
+    }
+  }
+  if (err == cudaSuccess) {
+    CombineArgs c{};
+    c.o_partial = a.o_partial;
+    c.lse_partial = a.lse_partial;
+    c.o = call.o;
+    c.lse = call.lse;
+    c.o_stride_batch = call.o_stride_batch, c.o_stride_seq = call.o_stride_seq, c.o_stride_head = call.o_stride_head;
+    c.splits = plan.splits, c.batch = call.batch, c.heads_q = call.heads_q, c.seqlen_q = call.seqlen_q;
+    c.q_pack = plan.q_pack, c.part_heads = plan.heads, c.part_seqlen = plan.rows;
+    err = launch_split_combine(c, !std::is_same_v<T, __half>, D, stream);
+  }
+  scratch_free(scratch, stream);  // stream-ordered: after the kernels have used it
+  return err;
+}
+
 // D = 64 has four tile heights, chosen from the public shape:
 //  * 192 query rows (three consumer warpgroups: two warpgroups' GEMMs cover
 //    one softmax) where S_q > 2048, and without causal masking from
@@ -292,6 +384,12 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // falls back to 64 with secret lengths).
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
+  // Decoding (S_q up to DHP_SM90_DECODE_MAX_SQ, default 1; 0: never): the
+  // decode path (decode.hpp). Public shape only, never the batch.
+  static const char* decode_env = std::getenv("DHP_SM90_DECODE_MAX_SQ");
+  const int decode_max_sq = decode_env != nullptr ? std::atoi(decode_env) : 1;
+  if (a.seqlen_q <= decode_max_sq)
+    return launch_decode<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>>(a, s);
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");

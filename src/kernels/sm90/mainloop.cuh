@@ -379,7 +379,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       wg::wait<0>();
       wg::fence_operands(sacc);
       release_k(s, last);
-      scores_to_p(n_tiles - 1 - it);
+      scores_to_p(view.range.n_end - 1 - it);
       rescale_o();  // O = 0 at it = 0: harmless (alpha is finite)
       pack_p();
       tma::wait<true>(view.v_landed(it), ph);
@@ -407,7 +407,9 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   load_q_regs();
   timeline::mark(1 + g, 1);
   timeline::tile(1 + g, view.tc, 2);
-  const int32_t n_tiles = view.range.n_end;  // public
+  // Key tiles n_end - 1 - it for it in [0, n_tiles), last first (absolute
+  // indices: the masks' positions).
+  const int32_t n_tiles = view.range.n_end - view.range.n_begin;  // public
   // Public: all of this warpgroup's rows lie past S_q. Only where tiles are
   // 192 rows high (three consumer warpgroups): the FA3 grid's lengths are
   // multiples of 128, and in the other kernels the extra path cost 2-4 %
@@ -424,7 +426,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
   if (n_tiles > 0 && Traits::kOneGemm) {  // public
     run_one_gemm_steps(n_tiles);
   } else if (n_tiles > 0) {
-    // Prologue: S for the first key tile (n = n_tiles - 1).
+    // Prologue: S for the first key tile (n = n_end - 1).
     tma::wait<true>(&st.k_full[view.stage(0)], view.parity(0));
     timeline::mark(1 + g, 2);
     gemm_turn_wait();
@@ -439,7 +441,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
     release_k(view.stage(0), n_tiles == 1);
     timeline::mark(1 + g, 3);
     timeline::tile(1 + g, view.tc, 3);
-    scores_to_p(n_tiles - 1);
+    scores_to_p(view.range.n_end - 1);
     timeline::mark(1 + g, 4);
     // Intra-warpgroup overlap (kIntraOverlap): each iteration ends with the
     // softmax of S(it) while P(it-1)·V(it-1) is still on the tensor cores;
@@ -494,7 +496,7 @@ __device__ __forceinline__ void run_consumer(const View& view, float (&o)[View::
       fence_q();
       release_k(s, it == n_tiles - 1);
       timeline::mark(1 + g, 3 + 3 * it);
-      scores_to_p(n_tiles - 1 - it);
+      scores_to_p(view.range.n_end - 1 - it);
       timeline::mark(1 + g, 4 + 3 * it);
       wg::fence_operands(sacc);
       if constexpr (!kIntraOverlap) finish_tile(it + 1);

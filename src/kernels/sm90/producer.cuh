@@ -70,6 +70,17 @@ __device__ __forceinline__ void zero_v_padding(uint8_t* tile, int32_t key0, int3
   }
 }
 
+// A tile's lengths (secret, clamped): with query heads packed as rows in
+// the decode kernel, L_q covers ForwardArgs::q_pack rows per position.
+template <typename Traits>
+__device__ __forceinline__ void load_lengths_of(const kernels::ForwardArgs& args, int32_t batch, int32_t& L_q,
+                                                int32_t& L_k) {
+  if constexpr (Traits::kDecode)
+    kernels::load_lengths_packed(args, batch, L_q, L_k);
+  else
+    kernels::load_lengths(args, batch, L_q, L_k);
+}
+
 // ForwardArgs::v_zero_band: warps 1-3 (thread t of 96) follow the CTA's
 // tiles and ring as the copy-issuing warp does, wait for each V tile to
 // land, zero V's padding in it where it lies in the tile's band
@@ -79,7 +90,7 @@ __device__ __forceinline__ void zero_v_padding(uint8_t* tile, int32_t key0, int3
 // warp index) read as secret addresses.
 template <typename Traits>
 __device__ __forceinline__ void run_v_zeroing(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
-                                              const TileScheduler<Traits::kBlockM>& sched, int t) {
+                                              const TileScheduler<Traits::kBlockM, Traits::kDecode>& sched, int t) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
   uint32_t kv = 0;
   pdl::wait_for_previous_grid();  // the lengths: global memory
@@ -87,10 +98,11 @@ __device__ __forceinline__ void run_v_zeroing(SharedStorage<Traits>& st, const k
     const ScheduledTile cur = scheduled_tile<BM, BN>(args, sched, r);
     if (cur.t >= sched.total) break;  // public
     const int32_t m0 = cur.tile.m_block * BM, n_end = cur.n_end;
+    // Key tiles n_end - 1 - it, last first; the band counts from n_end.
     const int32_t band = v_band_tiles<BN>(args.v_zero_band, m0, n_end);
     int32_t L_q = 0, L_k = 0;
-    kernels::load_lengths(args, cur.tile.batch, L_q, L_k);
-    for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
+    load_lengths_of<Traits>(args, cur.tile.batch, L_q, L_k);
+    for (int32_t it = 0; it < n_end - cur.n_begin; ++it, ++kv) {  // public trip count
       const int s = kv % S;
       tma::wait<true>(&st.v_full[s], (kv / S) & 1);
       if (it < band) {  // public: position
@@ -119,7 +131,7 @@ __device__ __forceinline__ void wait_pair_copied(const uint32_t* counter, uint32
 
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
-                                             const TileScheduler<Traits::kBlockM>& sched, const void* tm_q,
+                                             const TileScheduler<Traits::kBlockM, Traits::kDecode>& sched, const void* tm_q,
                                              const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
   if constexpr (Traits::kVReady) {
@@ -147,7 +159,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
   for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
     const Tile tile = cur.tile;
     const int32_t m0 = tile.m_block * BM, head_kv = cur.head_kv;
-    const int32_t n_end = cur.n_end;
+    const int32_t n_end = cur.n_end, n_tiles = cur.n_end - cur.n_begin;
     timeline::mark(0, 40);
     timeline::tile(0, tc, 0);
     // Public: thread index (kWarpWaits above).
@@ -157,7 +169,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
       // wait so that their latency overlaps it.
       int32_t L_q = 0, L_k = 0;
       if constexpr (Traits::kHasLengths)
-        if (issues) kernels::load_lengths(args, tile.batch, L_q, L_k);
+        if (issues) load_lengths_of<Traits>(args, tile.batch, L_q, L_k);
       // Q buffer b was last used by tile tc - kQStages: its consumers are
       // done with it (with two buffers, epilogue -- O staged there --
       // included, or with an O buffer of its own (kOBuffer) its last S GEMM;
@@ -203,7 +215,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
           tma::load_4d(dst + cb * BN * 128, map, cb * 64, n * BN, head_kv, tile.batch, full);
       }
     };
-    for (int32_t it = 0; it < n_end; ++it, ++kv) {  // public trip count
+    for (int32_t it = 0; it < n_tiles; ++it, ++kv) {  // public trip count
       const int s = kv % S;
       const uint32_t phase = (kv / S) & 1;
       const int32_t n = n_end - 1 - it;  // key tiles last first, as the portable kernel
@@ -216,7 +228,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
             wait_pair_copied(args.v_ready + tile.batch * args.heads_kv + head_kv, args.v_ready_count);
         load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);
         timeline::mark(0, 3 + 2 * it);
-        if (it == n_end - 1) timeline::tile(0, tc, 4);
+        if (it == n_tiles - 1) timeline::tile(0, tc, 4);
       }
     }
     ++tc;

@@ -35,22 +35,29 @@ namespace dhp::sm90 {
 
 struct Tile {
   int32_t m_block, head, batch;
+  int32_t split = 0;  // the key-range chunk (decode kernel; 0 elsewhere)
 };
 
 enum TileOrder : int32_t { kHeadMajor = 0, kHeadMajorHeavyFirst = 1, kHeavyFirst = 2, kPartialLast = 3 };
 
-template <int BM>
+// SPLIT (the decode kernel, sm90/decode.hpp): every query tile is
+// ForwardArgs::kv_splits work units, one per chunk of its key range,
+// numbered with the query block fastest, then the chunk, the head and the
+// batch entry; the snake deal, no order, no lists.
+template <int BM, bool SPLIT = false>
 struct TileScheduler {
   int32_t m_blocks, heads, total;
   int32_t order;
   const int32_t* schedule;  // balanced_schedule's lists, or null (public)
+  int32_t splits;
 
   __host__ __device__ explicit TileScheduler(const kernels::ForwardArgs& a)
       : m_blocks(static_cast<int32_t>((a.seqlen_q + BM - 1) / BM)),
         heads(static_cast<int32_t>(a.heads_q)),
-        total(m_blocks * heads * static_cast<int32_t>(a.batch)),
-        order(a.tile_order),
-        schedule(a.schedule) {}
+        total(m_blocks * heads * static_cast<int32_t>(a.batch) * (SPLIT ? a.kv_splits : 1)),
+        order(SPLIT ? kHeadMajor : a.tile_order),
+        schedule(SPLIT ? nullptr : a.schedule),
+        splits(SPLIT ? a.kv_splits : 1) {}
 
   // The snake deal: in round r, CTA c takes position snake(r, c, G) of the
   // round; the map is its own inverse (position -> CTA), which the host's
@@ -74,7 +81,12 @@ struct TileScheduler {
   __host__ __device__ __forceinline__ Tile decode(int32_t t) const {
     Tile x;
     int32_t bh;
-    if (order == kHeavyFirst) {
+    if constexpr (SPLIT) {
+      x.m_block = t % m_blocks;
+      const int32_t unit = t / m_blocks;
+      x.split = unit % splits;
+      bh = unit / splits;
+    } else if (order == kHeavyFirst) {
       const int32_t per_block = total / m_blocks;  // heads * batch
       x.m_block = m_blocks - 1 - t / per_block;
       bh = t % per_block;
@@ -95,19 +107,38 @@ struct TileScheduler {
 // A CTA's tile in round r, decoded (integer divisions, kernel parameters)
 // as the producer and the consumers need it; both decode one round ahead of
 // use. t >= sched.total: no tile for this CTA in that round (public).
+// Its key tiles are [n_begin, n_end): the whole range of the query tile
+// (sm80::KeyTileRange), or with SPLIT its chunk's part of it -- empty
+// (n_end = n_begin) for a chunk wholly past the range (a causal diagonal
+// that ends before it), which then takes the no-key-tile path (O = 0, lse =
+// -inf: weight 0 in the combine). Public: positions only.
+struct KeyChunk {
+  int32_t n_begin, n_end;
+};
+// Host too (tests): chunk `split` of a key range [0, n_end), chunks of
+// `per_chunk` key tiles; empty past the range.
+__host__ __device__ __forceinline__ KeyChunk key_chunk(int32_t n_end, int32_t split, int32_t per_chunk) {
+  const int32_t begin = split * per_chunk;
+  const int32_t end = n_end < begin + per_chunk ? n_end : begin + per_chunk;
+  return KeyChunk{begin, end > begin ? end : begin};
+}
 struct ScheduledTile {
   int32_t t = 0;
   Tile tile{};
-  int32_t head_kv = 0, n_end = 0;
+  int32_t head_kv = 0, n_end = 0, n_begin = 0;
 };
-template <int BM, int BN>
+template <int BM, int BN, bool SPLIT>
 __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardArgs& args,
-                                                        const TileScheduler<BM>& sched, int32_t r) {
+                                                        const TileScheduler<BM, SPLIT>& sched, int32_t r) {
   ScheduledTile p;
   p.t = sched.tile_of(r);
   p.tile = sched.decode(p.t);
   p.head_kv = p.tile.head / args.kv_group;
   p.n_end = sm80::KeyTileRange<BM, BN>(args, p.tile.m_block * BM).n_end;
+  if constexpr (SPLIT) {
+    const KeyChunk c = key_chunk(p.n_end, p.tile.split, args.split_key_tiles);
+    p.n_begin = c.n_begin, p.n_end = c.n_end;
+  }
   return p;
 }
 

@@ -1,0 +1,96 @@
+// The Hopper decode path: few query rows against a long key sequence (an
+// LLM generating one token: S_q = 1). Host-only and pure, so that the CPU
+// tests can check what a shape gets.
+//
+// Why a path of its own: the dense kernel's work unit is a query tile (one
+// head, 64-192 rows), each walking all of its key tiles. With S_q = 1 a
+// call has B x H_q units of one real row each: 32 units (B1, 32 heads) on
+// 132 SMs, each streaming all of S_k alone -- 0.11-0.35x cuDNN
+// (docs/perf-log.md, session 31). Two changes, both public structure:
+//  * split-KV: each query tile's key range is cut into chunks (work units
+//    of their own, fp32 partial O and lse) and a combine kernel merges them
+//    (split_combine.hpp);
+//  * GQA packing: with S_q = 1 the H_q / H_kv query heads that share a K/V
+//    head become the rows of one tile, so that one K/V stream serves them
+//    all (a strided view of Q and O: no copy).
+// The chunking is a function of S_k, the query blocks and the kv heads --
+// never of the batch size -- so a sequence is reduced in the same order
+// alone or in any batch (threat model G5). The decode kernel masks like
+// the dense one (absolute key positions; chunks past a secret L_k are
+// computed and masked, never skipped).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/forward_args.hpp"
+
+namespace dhp::sm90 {
+
+// Decode work units the plan aims at per batch entry: about one per SM of
+// an H100 / H200. A constant, not the device's SM count, so that a shape
+// gets the same chunks (and bits) on every GPU.
+constexpr int64_t kDecodeUnitsTarget = 128;
+// The fewest key tiles per chunk: a unit's fixed cost (Q load, the
+// pipeline's fill and drain, the epilogue) spread over at least this many.
+constexpr int32_t kDecodeMinChunkTiles = 4;
+
+struct DecodePlan {
+  int32_t q_pack = 1;           // query heads packed as rows (S_q = 1, GQA)
+  int32_t heads = 0, rows = 0;  // the kernel's heads and rows per head after packing
+  int32_t splits = 1, split_key_tiles = 0;
+};
+
+// The call's plan from its public shape (block_m: the decode kernel's
+// query rows per tile; block_n: its key tile). `chunk_tiles` > 0 forces
+// the chunk length in key tiles (A/B knob DHP_SM90_DECODE_CHUNK).
+inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int block_n, int32_t chunk_tiles = 0) {
+  DecodePlan p;
+  p.q_pack = a.seqlen_q == 1 ? a.kv_group : 1;
+  p.heads = a.heads_q / p.q_pack;
+  p.rows = a.seqlen_q * p.q_pack;
+  const int64_t key_tiles = std::max<int64_t>(1, (static_cast<int64_t>(a.seqlen_k) + block_n - 1) / block_n);
+  const int64_t m_blocks = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
+  const int64_t wanted = std::max<int64_t>(1, (kDecodeUnitsTarget + m_blocks * p.heads - 1) / (m_blocks * p.heads));
+  int64_t per_chunk = std::max<int64_t>(kDecodeMinChunkTiles, (key_tiles + wanted - 1) / wanted);
+  if (chunk_tiles > 0) per_chunk = chunk_tiles;
+  per_chunk = std::min(per_chunk, key_tiles);
+  p.split_key_tiles = static_cast<int32_t>(per_chunk);
+  p.splits = static_cast<int32_t>((key_tiles + per_chunk - 1) / per_chunk);
+  return p;
+}
+
+// The kernel's view of the call under the plan. Packed (q_pack > 1): Q and
+// O as [B, q_pack, H_kv, D] -- row r of head h' is query head h' q_pack + r
+// -- and no causal flag: with one query row, bottom-right causal masking
+// (key j visible iff j <= L_k - L_q, L_q <= 1) hides no key that the key
+// length does not, so dropping it is exact; the same holds unpacked at
+// S_q = 1. The secret L_q (0 or 1) covers the q_pack rows
+// (kernels/common/lengths.cuh, load_lengths_packed).
+inline kernels::ForwardArgs decode_args(const kernels::ForwardArgs& a, const DecodePlan& p) {
+  kernels::ForwardArgs d = a;
+  d.kv_splits = p.splits;
+  d.split_key_tiles = p.split_key_tiles;
+  d.q_pack = p.q_pack;
+  if (a.seqlen_q == 1) d.causal = 0;
+  if (p.q_pack > 1) {
+    d.heads_q = p.heads;
+    d.seqlen_q = p.rows;
+    d.kv_group = 1;
+    d.q_stride_seq = a.q_stride_head;
+    d.q_stride_head = a.q_stride_head * p.q_pack;
+    d.o_stride_seq = a.o_stride_head;
+    d.o_stride_head = a.o_stride_head * p.q_pack;
+  }
+  d.tile_order = 0;
+  d.schedule = nullptr;
+  d.v_zero_band = 0;
+  return d;
+}
+
+// Partial results of a plan: fp32 O then lse, each [splits, B, heads, rows(, D)].
+inline int64_t decode_partial_rows(const kernels::ForwardArgs& a, const DecodePlan& p) {
+  return static_cast<int64_t>(p.splits) * a.batch * p.heads * p.rows;
+}
+
+}  // namespace dhp::sm90

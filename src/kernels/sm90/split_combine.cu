@@ -1,0 +1,127 @@
+// The decode kernel's combine step: split_combine.hpp says what and why.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/common/ct.cuh"
+#include "kernels/sm90/split_combine.hpp"
+#include "kernels/sm90/tma.cuh"
+
+namespace dhp::sm90 {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+
+template <typename T, int E>
+__device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
+  // E consecutive elements of 2 bytes: 4, 8 or 16 bytes, one store.
+  static_assert(E == 2 || E == 4 || E == 8, "D / 32 elements per lane");
+  uint32_t w[E / 2];
+#pragma unroll
+  for (int i = 0; i < E / 2; ++i) {
+    T lo, hi;
+    if constexpr (std::is_same_v<T, __half>) {
+      lo = __float2half_rn(x[2 * i]);
+      hi = __float2half_rn(x[2 * i + 1]);
+    } else {
+      lo = __float2bfloat16_rn(x[2 * i]);
+      hi = __float2bfloat16_rn(x[2 * i + 1]);
+    }
+    w[i] = static_cast<uint32_t>(reinterpret_cast<uint16_t&>(lo)) |
+           (static_cast<uint32_t>(reinterpret_cast<uint16_t&>(hi)) << 16);
+  }
+  if constexpr (E == 2)
+    *reinterpret_cast<uint32_t*>(dst) = w[0];
+  else if constexpr (E == 4)
+    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+  else
+    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock)
+    split_combine(const __grid_constant__ CombineArgs a) {
+  constexpr int E = D / 32;  // columns per lane
+  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.69314718055994531f;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
+  pdl::allow_next_grid();  // the next kernel's set-up may overlap this one (it waits before its accesses)
+  if (row >= rows) return;  // public: position
+  const int32_t s = static_cast<int32_t>(row % a.seqlen_q);
+  const int32_t h = static_cast<int32_t>((row / a.seqlen_q) % a.heads_q);
+  const int32_t b = static_cast<int32_t>(row / (static_cast<int64_t>(a.seqlen_q) * a.heads_q));
+  const int64_t prow = (static_cast<int64_t>(b) * a.part_heads + h / a.q_pack) * a.part_seqlen +
+                       static_cast<int64_t>(s) * a.q_pack + h % a.q_pack;
+  const int64_t unit = static_cast<int64_t>(a.batch) * a.part_heads * a.part_seqlen;  // rows per chunk
+  pdl::wait_for_previous_grid();  // the partials: written by the attention kernel
+
+  // m = max_c lse_c (NaN ignored: its own weight carries it), in log2 units.
+  float m = -INFINITY;
+  for (int32_t c = 0; c < a.splits; ++c)  // public trip count
+    m = ct::ct_fmax(m, __ldg(a.lse_partial + c * unit + prow) * kLog2e);
+  const float m_used = ct::ct_select_eq_f(m, -INFINITY, 0.0f, m);  // every chunk empty: weights 0
+  float acc[E], l = 0.0f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] = 0.0f;
+  for (int32_t c = 0; c < a.splits; ++c) {  // public trip count, fixed order
+    const float w = ct::ct_exp2(__ldg(a.lse_partial + c * unit + prow) * kLog2e - m_used);
+    l += w;
+    const float* src = a.o_partial + (c * unit + prow) * D + lane * E;
+    float x[E];
+    if constexpr (E == 2) {
+      const float2 v = __ldg(reinterpret_cast<const float2*>(src));
+      x[0] = v.x, x[1] = v.y;
+    } else {
+#pragma unroll
+      for (int i = 0; i < E / 4; ++i) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(src) + i);
+        x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc[e] = fmaf(w, x[e], acc[e]);
+  }
+  // keep: some chunk saw a key (l != 0; a NaN l is kept and propagates).
+  const ct::Mask keep = ct::ct_mask_not(ct::ct_mask_eq_f(l, 0.0f));
+  const float inv_l = ct::ct_rcp(l);
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] = ct::ct_select(keep, acc[e] * inv_l, 0.0f);
+  T* dst = static_cast<T*>(a.o) + b * a.o_stride_batch + s * a.o_stride_seq + h * a.o_stride_head + lane * E;
+  store_row<T, E>(dst, acc);
+  if (a.lse != nullptr && lane == 0)  // public
+    a.lse[(static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + s] =
+        ct::ct_select(keep, (m_used + ct::ct_log2(l)) * kLn2, -INFINITY);
+}
+
+template <typename T, int D>
+cudaError_t launch_typed(const CombineArgs& a, cudaStream_t stream) {
+  const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
+  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (blocks > INT32_MAX) return cudaErrorNotSupported;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(32 * kWarpsPerBlock);
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, &split_combine<T, D>, a);
+}
+
+}  // namespace
+
+cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, cudaStream_t stream) {
+  if (head_dim == 64) return bf16 ? launch_typed<__nv_bfloat16, 64>(a, stream) : launch_typed<__half, 64>(a, stream);
+  if (head_dim == 128)
+    return bf16 ? launch_typed<__nv_bfloat16, 128>(a, stream) : launch_typed<__half, 128>(a, stream);
+  if (head_dim == 256)
+    return bf16 ? launch_typed<__nv_bfloat16, 256>(a, stream) : launch_typed<__half, 256>(a, stream);
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace dhp::sm90

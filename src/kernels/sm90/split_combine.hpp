@@ -1,0 +1,42 @@
+// The decode kernel's second step (sm90/decode.hpp): the partial results of
+// the chunks of a query row's key range, merged into its O and lse.
+//
+// Chunk c of row i left O_c (normalised by its own softmax sum, fp32) and
+// lse_c (natural log of that sum, in the scores' scale; -inf for a chunk
+// that saw no key). The row's result is
+//   m = max_c lse_c,  w_c = exp(lse_c - m),  O = sum_c w_c O_c / sum_c w_c,
+//   lse = m + log(sum_c w_c),
+// summed over c = 0, 1, ... in that order whatever the data: the chunks are
+// a function of S_k alone (decode_plan), so a sequence gets the same bits
+// alone or in any batch (threat model G5).
+//
+// Constant time: one warp per output row, every chunk read, loops to the
+// public chunk count; exp2 / rcp / log2 by MUFU (kernels/common/ct.cuh),
+// the empty row (every chunk -inf: sum 0) set to O = 0, lse = -inf by
+// select. A NaN lse (NaN inputs) makes its weight, and so the row, NaN;
+// max ignores it (ct_fmax), so the other chunks' m is still finite.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dhp::sm90 {
+
+struct CombineArgs {
+  const float* o_partial;    // [splits, B, part_heads, part_seqlen, D]
+  const float* lse_partial;  // [splits, B, part_heads, part_seqlen]
+  void* o;                   // the call's output (its strides, elements)
+  float* lse;                // [B, H_q, S_q] or null
+  int64_t o_stride_batch, o_stride_seq, o_stride_head;
+  int32_t splits, batch, heads_q, seqlen_q;
+  // Query heads packed as rows (ForwardArgs::q_pack, S_q = 1): head h's row
+  // is row h % q_pack of partial head h / q_pack. 1: rows and heads as the call's.
+  int32_t q_pack;
+  int32_t part_heads, part_seqlen;
+};
+
+// One launch (PDL: it waits for the attention kernel before reading the
+// partials); `bf16` selects the output type, head_dim 64, 128 or 256.
+cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, cudaStream_t stream);
+
+}  // namespace dhp::sm90
