@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One GPU run for the decode path (src/kernels/sm90/decode.hpp): the build
+# and suites (scripts/hopper-suites.sh; again with every S_q <= 64 call on
+# the decode path, in one-key-tile chunks: causal masks at S_q > 1 and many
+# chunks per row), then the Python package and scripts/decode-shapes.py with
+# the decode path as shipped, without it (DHP_SM90_DECODE_MAX_SQ=0: the
+# dense kernels, as before), and with the chunk lengths in CHUNKS forced.
+# Logs to $OUT; the tables last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-decode-run-out}"; mkdir -p "$out"
+if [ "${SUITES:-1}" = 1 ]; then
+  OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1" || exit 1
+fi
+python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
+  { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
+for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
+  echo "== ${v%%=*} ${v#*=}"
+  env ${v#*=} python3 scripts/decode-shapes.py ${QUICK:+--quick} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -9
+done
