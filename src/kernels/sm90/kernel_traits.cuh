@@ -71,6 +71,17 @@
 #ifndef DHP_SM90_Q_REG_COLS256
 #define DHP_SM90_Q_REG_COLS256 0
 #endif
+// K/V stages of the decode kernels (DECODE_ below), by head dim: the dense
+// kernels' three and two. Their 64-row Q buffers leave room for six and
+// three, which measured 1-5 % slower on every decode shape (H200, A/B:
+// docs/perf-log.md, session 32): more bytes in flight per SM is not what
+// bounds them. A/B knobs.
+#ifndef DHP_SM90_DECODE_STAGES64
+#define DHP_SM90_DECODE_STAGES64 3
+#endif
+#ifndef DHP_SM90_DECODE_STAGES128
+#define DHP_SM90_DECODE_STAGES128 2
+#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -158,7 +169,11 @@ struct Sm90Traits {
                                    : BN_ == 160                 ? DHP_SM90_Q_REG_COLS160
                                                                 : DHP_SM90_Q_REG_COLS128;
   static_assert(kQRegCols % 16 == 0 && kQRegCols >= 0 && kQRegCols <= D, "Q columns in registers: 16 per k-step");
-  static constexpr int kStages = D == 64 ? DHP_SM90_STAGES64 : D == 256 ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256) : 2;
+  static constexpr int kStages = DECODE_ && D == 64    ? DHP_SM90_DECODE_STAGES64
+                                 : DECODE_ && D == 128 ? DHP_SM90_DECODE_STAGES128
+                                 : D == 64             ? DHP_SM90_STAGES64
+                                 : D == 256            ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256)
+                                                       : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
