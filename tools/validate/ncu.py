@@ -12,13 +12,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # The shipped attention kernels and the control share the template name; with
 # secret key lengths the Hopper path also runs scrub_v_padding or
 # copy_v_beside (the zero-padded copy of V, before or beside the attention),
-# which read secrets too and are gated the same way.
-KERNEL_REGEX = "regex:attention_forward|scrub_v_padding|copy_v_beside"
+# which read secrets too and are gated the same way; so is the decode
+# path's split_combine (sm90/split_combine.hpp), which merges the partials.
+KERNEL_REGEX = "regex:attention_forward|scrub_v_padding|copy_v_beside|split_combine"
 
 
 def kernel_family(name):
     """Groups profiled launches: one forward call may run more than one kernel."""
-    for copy in ("scrub_v_padding", "copy_v_beside"):
+    for copy in ("scrub_v_padding", "copy_v_beside", "split_combine"):
         if copy in str(name):
             return copy
     return "attention"

@@ -163,7 +163,12 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     timeline::mark(0, 40);
     timeline::tile(0, tc, 0);
     // Public: thread index (kWarpWaits above).
-    const bool waits = kWarpWaits<Traits::kHeadDim> ? ptid < 32 : ptid == 0, issues = ptid == 0;
+    // The decode kernels always: at D = 256 lane 0 waiting alone let lanes
+    // 1-31 run ahead of it or not depending on whether its first waits
+    // blocked, and the loop's instruction counts varied between identical
+    // launches (gate 1 per instruction; docs/perf-log.md, session 32).
+    constexpr bool kAllLanesWait = kWarpWaits<Traits::kHeadDim> || Traits::kDecode;
+    const bool waits = kAllLanesWait ? ptid < 32 : ptid == 0, issues = ptid == 0;
     if (waits) {
       // Only the issuing thread needs the lengths; loaded before the q_empty
       // wait so that their latency overlaps it.
