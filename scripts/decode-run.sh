@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU run for the decode path (src/kernels/sm90/decode.hpp): the build
 # and suites (scripts/hopper-suites.sh; again with every S_q <= 64 call on
-# the decode path, in one-key-tile chunks: causal masks at S_q > 1 and many
+# the decode path, D = 64 included, in one-key-tile chunks: causal masks at S_q > 1 and many
 # chunks per row), then the Python package and scripts/decode-shapes.py with
 # the decode path as shipped, without it (DHP_SM90_DECODE_MAX_SQ=0: the
 # dense kernels, as before), and with the chunk lengths in CHUNKS forced.
@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-decode-run-out}"; mkdir -p "$out"
 if [ "${SUITES:-1}" = 1 ]; then
-  OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1" || exit 1
+  OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1" || exit 1
 fi
 python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
