@@ -43,6 +43,7 @@ __device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
 template <typename T, int D>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     split_combine(const __grid_constant__ CombineArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the Hopper path's (griddepcontrol); no code elsewhere
   constexpr int E = D / 32;  // columns per lane
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.69314718055994531f;
   const int lane = threadIdx.x % 32;
@@ -94,6 +95,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   if (a.lse != nullptr && lane == 0)  // public
     a.lse[(static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + s] =
         ct::ct_select(keep, (m_used + ct::ct_log2(l)) * kLn2, -INFINITY);
+#endif
 }
 
 template <typename T, int D>
