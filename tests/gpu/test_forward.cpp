@@ -177,9 +177,11 @@ std::vector<Case> all_cases() {
     c.with_lse = false;
     cs.push_back(c);
   }
-  // Decoding, S_q = 1 (the Hopper decode path, sm90/decode.hpp): key ranges
-  // split into chunks merged by the combine kernel, and with GQA the query
-  // heads of a kv head packed as one tile's rows. Every head dim and dtype,
+  // Decoding, S_q = 1 (the Hopper decode path, sm90/decode.hpp; D = 128 and
+  // 256, and D = 64 where DHP_SM90_DECODE_D64=1, as in the GPU scripts'
+  // second suite run): key ranges split into chunks merged by the combine
+  // kernel, and with GQA the query heads of a kv head packed as one tile's
+  // rows. Every head dim and dtype,
   // key lengths that are not tile or chunk multiples, causal (a no-op at
   // S_q = 1 that the path drops), every length mode, BHSD and padded
   // strides, a pack wider than a 64-row tile (66 heads on one kv head: two
