@@ -21,16 +21,17 @@ __device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
   uint32_t w[E / 2];
 #pragma unroll
   for (int i = 0; i < E / 2; ++i) {
-    T lo, hi;
+    // Bits through the intrinsics, not a reference cast: that put the value
+    // on the stack (local memory, which dhp-audit reads as unknown data).
+    uint32_t lo, hi;
     if constexpr (std::is_same_v<T, __half>) {
-      lo = __float2half_rn(x[2 * i]);
-      hi = __float2half_rn(x[2 * i + 1]);
+      lo = __half_as_ushort(__float2half_rn(x[2 * i]));
+      hi = __half_as_ushort(__float2half_rn(x[2 * i + 1]));
     } else {
-      lo = __float2bfloat16_rn(x[2 * i]);
-      hi = __float2bfloat16_rn(x[2 * i + 1]);
+      lo = __bfloat16_as_ushort(__float2bfloat16_rn(x[2 * i]));
+      hi = __bfloat16_as_ushort(__float2bfloat16_rn(x[2 * i + 1]));
     }
-    w[i] = static_cast<uint32_t>(reinterpret_cast<uint16_t&>(lo)) |
-           (static_cast<uint32_t>(reinterpret_cast<uint16_t&>(hi)) << 16);
+    w[i] = lo | (hi << 16);
   }
   if constexpr (E == 2)
     *reinterpret_cast<uint32_t*>(dst) = w[0];
@@ -40,20 +41,23 @@ __device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
     *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Four blocks per SM asked for: without a minimum ptxas held the D = 64
+// kernel to 32 registers and spilled 8 bytes (local memory, which dhp-audit
+// reads as unknown data reaching the output address).
 template <typename T, int D>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock)
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
     split_combine(const __grid_constant__ CombineArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the Hopper path's (griddepcontrol); no code elsewhere
   constexpr int E = D / 32;  // columns per lane
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.69314718055994531f;
+  // Grid (S_q / warps, H_q, B): the row's coordinates without a 64-bit
+  // division (a call into a variable-time routine, which dhp-audit rejects
+  // whatever the operands).
   const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
+  const int32_t s = static_cast<int32_t>(blockIdx.x) * kWarpsPerBlock + static_cast<int32_t>(threadIdx.x / 32);
+  const int32_t h = static_cast<int32_t>(blockIdx.y), b = static_cast<int32_t>(blockIdx.z);
   pdl::allow_next_grid();  // the next kernel's set-up may overlap this one (it waits before its accesses)
-  if (row >= rows) return;  // public: position
-  const int32_t s = static_cast<int32_t>(row % a.seqlen_q);
-  const int32_t h = static_cast<int32_t>((row / a.seqlen_q) % a.heads_q);
-  const int32_t b = static_cast<int32_t>(row / (static_cast<int64_t>(a.seqlen_q) * a.heads_q));
+  if (s >= a.seqlen_q) return;  // public: position
   const int64_t prow = (static_cast<int64_t>(b) * a.part_heads + h / a.q_pack) * a.part_seqlen +
                        static_cast<int64_t>(s) * a.q_pack + h % a.q_pack;
   const int64_t unit = static_cast<int64_t>(a.batch) * a.part_heads * a.part_seqlen;  // rows per chunk
@@ -72,15 +76,10 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     l += w;
     const float* src = a.o_partial + (c * unit + prow) * D + lane * E;
     float x[E];
-    if constexpr (E == 2) {
-      const float2 v = __ldg(reinterpret_cast<const float2*>(src));
-      x[0] = v.x, x[1] = v.y;
-    } else {
 #pragma unroll
-      for (int i = 0; i < E / 4; ++i) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(src) + i);
-        x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
-      }
+    for (int i = 0; i < E / 2; ++i) {  // 8-byte loads: a quad of lanes reads 32 contiguous bytes
+      const float2 v = __ldg(reinterpret_cast<const float2*>(src) + i);
+      x[2 * i] = v.x, x[2 * i + 1] = v.y;
     }
 #pragma unroll
     for (int e = 0; e < E; ++e) acc[e] = fmaf(w, x[e], acc[e]);
@@ -100,14 +99,15 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
 
 template <typename T, int D>
 cudaError_t launch_typed(const CombineArgs& a, cudaStream_t stream) {
-  const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
-  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  if (blocks > INT32_MAX) return cudaErrorNotSupported;
+  // Heads and batch entries as grid dimensions (each at most 65 535: the
+  // API's limits, src/api/limits.hpp).
+  if (a.heads_q > 65535 || a.batch > 65535) return cudaErrorNotSupported;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.gridDim = dim3(static_cast<unsigned>((a.seqlen_q + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                        static_cast<unsigned>(a.heads_q), static_cast<unsigned>(a.batch));
   config.blockDim = dim3(32 * kWarpsPerBlock);
   config.stream = stream;
   config.attrs = attr;
