@@ -50,14 +50,14 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the Hopper path's (griddepcontrol); no code elsewhere
   constexpr int E = D / 32;  // columns per lane
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.69314718055994531f;
-  // Grid (S_q / warps, H_q, B): the row's coordinates without a 64-bit
-  // division (a call into a variable-time routine, which dhp-audit rejects
-  // whatever the operands).
+  // Grid (H_q / warps, S_q, B), a warp per head: the row's coordinates
+  // without a 64-bit division (a call into a variable-time routine, which
+  // dhp-audit rejects whatever the operands).
   const int lane = threadIdx.x % 32;
-  const int32_t s = static_cast<int32_t>(blockIdx.x) * kWarpsPerBlock + static_cast<int32_t>(threadIdx.x / 32);
-  const int32_t h = static_cast<int32_t>(blockIdx.y), b = static_cast<int32_t>(blockIdx.z);
+  const int32_t h = static_cast<int32_t>(blockIdx.x) * kWarpsPerBlock + static_cast<int32_t>(threadIdx.x / 32);
+  const int32_t s = static_cast<int32_t>(blockIdx.y), b = static_cast<int32_t>(blockIdx.z);
   pdl::allow_next_grid();  // the next kernel's set-up may overlap this one (it waits before its accesses)
-  if (s >= a.seqlen_q) return;  // public: position
+  if (h >= a.heads_q) return;  // public: position
   const int64_t prow = (static_cast<int64_t>(b) * a.part_heads + h / a.q_pack) * a.part_seqlen +
                        static_cast<int64_t>(s) * a.q_pack + h % a.q_pack;
   const int64_t unit = static_cast<int64_t>(a.batch) * a.part_heads * a.part_seqlen;  // rows per chunk
@@ -76,10 +76,15 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
     l += w;
     const float* src = a.o_partial + (c * unit + prow) * D + lane * E;
     float x[E];
+    if constexpr (E == 2) {
+      const float2 v = __ldg(reinterpret_cast<const float2*>(src));
+      x[0] = v.x, x[1] = v.y;
+    } else {
 #pragma unroll
-    for (int i = 0; i < E / 2; ++i) {  // 8-byte loads: a quad of lanes reads 32 contiguous bytes
-      const float2 v = __ldg(reinterpret_cast<const float2*>(src) + i);
-      x[2 * i] = v.x, x[2 * i + 1] = v.y;
+      for (int i = 0; i < E / 4; ++i) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(src) + i);
+        x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
+      }
     }
 #pragma unroll
     for (int e = 0; e < E; ++e) acc[e] = fmaf(w, x[e], acc[e]);
@@ -99,15 +104,16 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
 
 template <typename T, int D>
 cudaError_t launch_typed(const CombineArgs& a, cudaStream_t stream) {
-  // Heads and batch entries as grid dimensions (each at most 65 535: the
-  // API's limits, src/api/limits.hpp).
-  if (a.heads_q > 65535 || a.batch > 65535) return cudaErrorNotSupported;
+  // Query rows and batch entries as grid dimensions: at most 65 535 each
+  // (the batch by the API's limits, src/api/limits.hpp; S_q by the decode
+  // path's, a few rows).
+  if (a.seqlen_q > 65535 || a.batch > 65535) return cudaErrorNotSupported;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>((a.seqlen_q + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                        static_cast<unsigned>(a.heads_q), static_cast<unsigned>(a.batch));
+  config.gridDim = dim3(static_cast<unsigned>((a.heads_q + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                        static_cast<unsigned>(a.seqlen_q), static_cast<unsigned>(a.batch));
   config.blockDim = dim3(32 * kWarpsPerBlock);
   config.stream = stream;
   config.attrs = attr;
