@@ -288,6 +288,9 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   kernels::ForwardArgs a = decode_args(call, plan);
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
+  // The combine's grid takes S_q and B as dimensions (split_combine.cu):
+  // checked here, before anything is launched.
+  if (call.seqlen_q > 65535 || call.batch > 65535) return cudaErrorNotSupported;
   const int64_t units = query_tiles(a, BM) * plan.splits;
   if (units > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
   const int grid = static_cast<int>(std::min<int64_t>(units, sms));
