@@ -225,7 +225,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // complete in all four of its warps (the barrier): its warps stage O
     // there. The other warpgroup may still be computing on its own rows.
     // (With an O buffer each warp stages into rows only it uses: no barrier.)
-    if constexpr (!Traits::kOBuffer && !Traits::kDecode) consumer_warpgroup_sync(g);  // O buffer, decode: no staging in Q
+    // (An O buffer, or the decode kernel's stores from registers: no staging in Q.)
+    if constexpr (!Traits::kOBuffer && !Traits::kDecode) consumer_warpgroup_sync(g);
     timeline::tile(1 + g, tc, 4);
     // The consumers' only global accesses are the epilogue's stores: they
     // wait here (at once after the first tile), so their own tile decode

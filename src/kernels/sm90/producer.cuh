@@ -131,8 +131,8 @@ __device__ __forceinline__ void wait_pair_copied(const uint32_t* counter, uint32
 
 template <typename Traits>
 __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
-                                             const TileScheduler<Traits::kBlockM, Traits::kDecode>& sched, const void* tm_q,
-                                             const void* tm_k, const void* tm_v, int ptid) {
+                                             const TileScheduler<Traits::kBlockM, Traits::kDecode>& sched,
+                                             const void* tm_q, const void* tm_k, const void* tm_v, int ptid) {
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN, S = Traits::kStages;
   if constexpr (Traits::kVReady) {
     if (ptid >= 32 && args.v_zero_band != 0) {  // public: warp index, the launcher's choice
