@@ -524,3 +524,39 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
   }
   for (int v : seen) EXPECT_EQ(v, 1);
 }
+
+// The decode kernel's view of a call (decode_args): packed, query head
+// g + q_pack h' is row g of head h' -- its address must be the call's --
+// and the causal flag is dropped only where it hides nothing (S_q = 1).
+TEST(Decode, PackedViewAddressesTheCallsHeads) {
+  ForwardArgs a{};
+  a.batch = 3, a.seqlen_q = 1, a.seqlen_k = 5000, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4;
+  a.causal = 1, a.causal_diagonal_public = 1, a.causal_offset = a.seqlen_k - 1;
+  a.q_stride_batch = 32 * 128 + 64, a.q_stride_seq = 32 * 128 + 64, a.q_stride_head = 136;  // padded
+  a.o_stride_batch = 32 * 128, a.o_stride_seq = 32 * 128, a.o_stride_head = 128;
+  const sm90::DecodePlan p = sm90::decode_plan(a, 64, 128);
+  const ForwardArgs d = sm90::decode_args(a, p);
+  ASSERT_EQ(p.q_pack, 4);
+  EXPECT_EQ(d.heads_q, 8);
+  EXPECT_EQ(d.seqlen_q, 4);
+  EXPECT_EQ(d.kv_group, 1);
+  EXPECT_EQ(d.causal, 0);
+  EXPECT_EQ(d.q_pack, 4);
+  EXPECT_EQ(d.kv_splits, p.splits);
+  for (int32_t b = 0; b < a.batch; ++b)
+    for (int32_t h = 0; h < a.heads_q; ++h) {
+      const int32_t hp = h / 4, r = h % 4;  // the packed head and row
+      EXPECT_EQ(b * d.q_stride_batch + r * d.q_stride_seq + hp * d.q_stride_head,
+                b * a.q_stride_batch + h * a.q_stride_head);
+      EXPECT_EQ(b * d.o_stride_batch + r * d.o_stride_seq + hp * d.o_stride_head,
+                b * a.o_stride_batch + h * a.o_stride_head);
+      EXPECT_EQ(hp / d.kv_group, h / a.kv_group) << "the same kv head";
+    }
+  // More than one query row: nothing packed, the causal mask kept.
+  a.seqlen_q = 16, a.causal_offset = a.seqlen_k - 16;
+  const ForwardArgs e = sm90::decode_args(a, sm90::decode_plan(a, 64, 128));
+  EXPECT_EQ(e.q_pack, 1);
+  EXPECT_EQ(e.heads_q, 32);
+  EXPECT_EQ(e.causal, 1);
+  EXPECT_EQ(e.q_stride_head, a.q_stride_head);
+}
