@@ -33,4 +33,24 @@ cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device)
   return cudaSuccess;
 }
 
+// Launches `kernel` with programmatic dependent launch when `pdl` (the
+// kernel may start while the previous one in the stream finishes; it must
+// wait -- griddepcontrol.wait -- before touching what that kernel writes),
+// else as an ordinary stream launch.
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       bool pdl, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Args&&>(args)...);
+}
+
 }  // namespace dhp::kernels

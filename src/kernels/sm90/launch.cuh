@@ -55,6 +55,18 @@ inline kernels::ForwardArgs planned(const kernels::ForwardArgs& a) {
   return planning_shape(a, env != nullptr && std::strcmp(env, "causal") == 0);
 }
 
+// V's zero-padded copy made before the attention (launch_padding_scrub,
+// the whole GPU) into `scratch` (padded_v_bytes); `a` then reads V from it,
+// packed [B, S_k, H_kv, D]. Public: shapes and pointers.
+inline cudaError_t launch_v_copy_before(kernels::ForwardArgs& a, int head_dim, void* scratch, cudaStream_t stream) {
+  if (const cudaError_t err = launch_padding_scrub(a, head_dim, scratch, stream); err != cudaSuccess) return err;
+  a.v = scratch;
+  a.v_stride_head = head_dim;
+  a.v_stride_seq = static_cast<int64_t>(a.heads_kv) * head_dim;
+  a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * head_dim;
+  return cudaSuccess;
+}
+
 // V's zero-padded copy for secret key lengths (padding_scrub.hpp), made
 // here once the grid and the tile order are known: beside the attention
 // where plan_copy_beside takes it (the first round's pairs counted from the
@@ -95,14 +107,10 @@ cudaError_t launch_v_copy(kernels::ForwardArgs& a, bool plan_causal, int grid, i
     a.v_stride_seq = D;  // packed [B, H_kv, S_k, D]
     a.v_stride_head = static_cast<int64_t>(a.seqlen_k) * D;
     a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
-  } else {
-    if (const cudaError_t err = launch_padding_scrub(original, D, scratch, stream); err != cudaSuccess) return err;
-    a.v_stride_head = D;  // packed [B, S_k, H_kv, D]
-    a.v_stride_seq = static_cast<int64_t>(a.heads_kv) * D;
-    a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
+    a.v = scratch;
+    return cudaSuccess;
   }
-  a.v = scratch;
-  return cudaSuccess;
+  return launch_v_copy_before(a, D, scratch, stream);
 }
 
 // `v_copy`: scratch for V's zero-padded copy (secret key lengths; made by
@@ -224,17 +232,9 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   // (behind V's copy beside it, for the copy's counters instead: launch_v_copy).
   // DHP_SM90_PDL=0 launches without it (A/B).
   static const char* pdl_env = std::getenv("DHP_SM90_PDL");
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(Traits::kThreads);
-  config.dynamicSmemBytes = kSmem;
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = pdl_env != nullptr && std::strcmp(pdl_env, "0") == 0 ? 0 : 1;
-  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args, tq, tk, tv, to);
+  const bool pdl = pdl_env == nullptr || std::strcmp(pdl_env, "0") != 0;
+  const cudaError_t err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, pdl, args,
+                                              tq, tk, tv, to);
   timeline::after_launch(stream);  // TEST-ONLY probe builds; nothing otherwise
   return err;
 }
@@ -302,7 +302,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   const int64_t prows = decode_partial_rows(a, plan);
   const size_t o_bytes = (static_cast<size_t>(prows) * D * 4 + 255) / 256 * 256;
   const size_t lse_bytes = (static_cast<size_t>(prows) * 4 + 255) / 256 * 256;
-  const size_t copy_bytes = v_copy ? static_cast<size_t>(a.batch) * a.seqlen_k * a.heads_kv * D * sizeof(T) : 0;
+  const size_t copy_bytes = v_copy ? padded_v_bytes(a, D) : 0;
   char* scratch = static_cast<char*>(scratch_alloc(o_bytes + lse_bytes + copy_bytes, stream));
   if (scratch == nullptr) return cudaErrorNotSupported;
   a.o_partial = reinterpret_cast<float*>(scratch);
@@ -320,14 +320,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
       !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
                    16))
     err = cudaErrorNotSupported;
-  if (err == cudaSuccess && v_copy) {
-    void* copy = scratch + o_bytes + lse_bytes;
-    err = launch_padding_scrub(call, D, copy, stream);
-    a.v = copy;  // packed [B, S_k, H_kv, D]
-    a.v_stride_head = D;
-    a.v_stride_seq = static_cast<int64_t>(a.heads_kv) * D;
-    a.v_stride_batch = static_cast<int64_t>(a.seqlen_k) * a.heads_kv * D;
-  }
+  if (err == cudaSuccess && v_copy) err = launch_v_copy_before(a, D, scratch + o_bytes + lse_bytes, stream);
   if (err == cudaSuccess && !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq,
                                          a.v_stride_head, a.v_stride_batch, BN))
     err = cudaErrorNotSupported;
@@ -336,19 +329,8 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
     static thread_local int configured_device = -1;
     err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
-    if (err == cudaSuccess) {
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cudaLaunchConfig_t config = {};
-      config.gridDim = dim3(grid);
-      config.blockDim = dim3(Traits::kThreads);
-      config.dynamicSmemBytes = kSmem;
-      config.stream = stream;
-      config.attrs = attr;
-      config.numAttrs = 1;
-      err = cudaLaunchKernelEx(&config, kernel, a, tq, tk, tv, to);
-    }
+    if (err == cudaSuccess)
+      err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
   }
   if (err == cudaSuccess) {
     CombineArgs c{};

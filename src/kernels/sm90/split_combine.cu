@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernels/common/ct.cuh"
+#include "kernels/common/launch_util.hpp"
 #include "kernels/sm90/split_combine.hpp"
 #include "kernels/sm90/tma.cuh"
 
@@ -108,17 +109,9 @@ cudaError_t launch_typed(const CombineArgs& a, cudaStream_t stream) {
   // (the batch by the API's limits, src/api/limits.hpp; S_q by the decode
   // path's, a few rows).
   if (a.seqlen_q > 65535 || a.batch > 65535) return cudaErrorNotSupported;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>((a.heads_q + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                        static_cast<unsigned>(a.seqlen_q), static_cast<unsigned>(a.batch));
-  config.blockDim = dim3(32 * kWarpsPerBlock);
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, &split_combine<T, D>, a);
+  const dim3 grid(static_cast<unsigned>((a.heads_q + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                  static_cast<unsigned>(a.seqlen_q), static_cast<unsigned>(a.batch));
+  return kernels::launch_pdl(&split_combine<T, D>, grid, dim3(32 * kWarpsPerBlock), 0, stream, true, a);
 }
 
 }  // namespace
