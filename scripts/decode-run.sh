@@ -4,7 +4,8 @@
 # the decode path, D = 64 included, in one-key-tile chunks: causal masks at S_q > 1 and many
 # chunks per row), then the Python package and scripts/decode-shapes.py with
 # the decode path as shipped, without it (DHP_SM90_DECODE_MAX_SQ=0: the
-# dense kernels, as before), and with the chunk lengths in CHUNKS forced.
+# dense kernels, as before), and with the chunk lengths in CHUNKS forced
+# (DECODE_ARGS: extra arguments of decode-shapes.py, e.g. --shape ...).
 # Logs to $OUT; the tables last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +17,5 @@ python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_A
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
 for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
   echo "== ${v%%=*} ${v#*=}"
-  env ${v#*=} python3 scripts/decode-shapes.py ${QUICK:+--quick} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -9
+  env ${v#*=} python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -9
 done

@@ -7,7 +7,9 @@ time, against the GPU's memory bandwidth, say how close each is to the
 memory roof that bounds decoding. A measurement, not a gate: the issue grid
 (FA3's) has no decode rows.
 
-    python3 scripts/decode-shapes.py [--quick]
+    python3 scripts/decode-shapes.py [--quick] [--shape B,S_q,H_q,H_kv,S_k,D ...]
+
+--shape (repeatable) replaces the default list.
 """
 import math
 import statistics
@@ -26,6 +28,10 @@ SHAPES = [  # B, S_q, H_q, H_kv, S_k, D
     (32, 1, 32, 8, 4096, 128), (8, 16, 32, 8, 8192, 128), (1, 1, 8, 8, 16384, 64)]
 if "--quick" in sys.argv[1:]:
     SHAPES = SHAPES[:2]
+_given = [tuple(int(x) for x in sys.argv[i + 1].split(",")) for i, a in enumerate(sys.argv) if a == "--shape"]
+if _given:
+    assert all(len(t) == 6 for t in _given), "--shape takes B,S_q,H_q,H_kv,S_k,D"
+    SHAPES = _given
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
 
 

@@ -1,6 +1,7 @@
 // The Hopper decode path: few query rows against a long key sequence (an
-// LLM generating one token: S_q = 1). Host-only and pure, so that the CPU
-// tests can check what a shape gets.
+// LLM generating one token, S_q = 1, or checking a few drafted ones, S_q up
+// to 16 by default: launch.cuh). Host-only and pure, so that the CPU tests
+// can check what a shape gets.
 //
 // Why a path of its own: the dense kernel's work unit is a query tile (one
 // head, 64-192 rows), each walking all of its key tiles. With S_q = 1 a

@@ -369,7 +369,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
 // falls back to 64 with secret lengths).
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
-  // Decoding (S_q up to DHP_SM90_DECODE_MAX_SQ, default 1; 0: never): the
+  // Decoding (S_q up to DHP_SM90_DECODE_MAX_SQ, default 16; 0: never): the
   // decode path (decode.hpp). Public shape only, never the batch. Not at
   // D = 64 unless DHP_SM90_DECODE_D64=1: there gate 1 found a hardware
   // instruction count (smsp__thread_inst_executed_pred_on) 160 lower for
@@ -379,7 +379,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   // pass it on the same shape.
   static const char* decode_env = std::getenv("DHP_SM90_DECODE_MAX_SQ");
   static const char* d64_env = std::getenv("DHP_SM90_DECODE_D64");
-  const int decode_max_sq = decode_env != nullptr ? std::atoi(decode_env) : 1;
+  const int decode_max_sq = decode_env != nullptr ? std::atoi(decode_env) : 16;
   const bool decode_here = D != 64 || (d64_env != nullptr && std::strcmp(d64_env, "1") == 0);
   if (a.seqlen_q <= decode_max_sq && decode_here)
     return launch_decode<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>>(a, s);
