@@ -62,12 +62,17 @@ struct ForwardArgs {
   // o_partial [kv_splits, B, H_q, S_q, D] and lse_partial [kv_splits, B,
   // H_q, S_q]; a combine kernel merges them (sm90/split_combine.cu).
   // q_pack > 1: the call's H_q / H_kv query heads of one position were
-  // packed as the rows of one head (S_q = 1 only, GQA): a secret L_q of 0 or
-  // 1 then covers q_pack rows (kernels/common/lengths.cuh, load_lengths).
+  // packed as rows of one head, position-major (row = s * q_pack + g): a
+  // secret L_q then covers L_q * q_pack rows (kernels/common/lengths.cuh,
+  // load_lengths_packed). q_shift: log2(q_pack) where S_q > 1 was packed
+  // (q_pack a power of two; Q then loads through a 5-D tensor map and the
+  // causal mask takes row >> q_shift as the row's position); 0 otherwise
+  // (S_q = 1 packs any q_pack and drops the causal mask, which is exact).
   // Addresses written are public (pointers and tile indices).
   int32_t kv_splits;
   int32_t split_key_tiles;
   int32_t q_pack;
+  int32_t q_shift;
   float* o_partial;
   float* lse_partial;
 };

@@ -560,3 +560,48 @@ TEST(Decode, PackedViewAddressesTheCallsHeads) {
   EXPECT_EQ(e.causal, 1);
   EXPECT_EQ(e.q_stride_head, a.q_stride_head);
 }
+
+// S_q > 1 packed (DHP_SM90_DECODE_PACK_SQ, decode.hpp): only power-of-two
+// groups that divide the 64-row tile; rows s q_pack + g, whose position the
+// causal mask takes as row >> q_shift; the call's strides left for the 5-D
+// map; the causal mask and the plan's batch freedom kept.
+TEST(Decode, PackedRowsAboveOneQueryRowArePositionMajor) {
+  ForwardArgs a{};
+  a.batch = 2, a.seqlen_q = 7, a.seqlen_k = 5000, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4;
+  a.causal = 1, a.causal_diagonal_public = 1, a.causal_offset = a.seqlen_k - a.seqlen_q;
+  a.q_stride_batch = 7 * 32 * 128, a.q_stride_seq = 32 * 128, a.q_stride_head = 128;
+  const sm90::DecodePlan p = sm90::decode_plan(a, 64, 128, 0, true);
+  ASSERT_EQ(p.q_pack, 4);
+  EXPECT_EQ(p.q_shift, 2);
+  EXPECT_EQ(p.heads, 8);
+  EXPECT_EQ(p.rows, 28);
+  const ForwardArgs d = sm90::decode_args(a, p);
+  EXPECT_EQ(d.heads_q, 8);
+  EXPECT_EQ(d.seqlen_q, 28);
+  EXPECT_EQ(d.kv_group, 1);
+  EXPECT_EQ(d.causal, 1);
+  EXPECT_EQ(d.q_shift, 2);
+  EXPECT_EQ(d.q_stride_head, a.q_stride_head);
+  EXPECT_EQ(d.q_stride_seq, a.q_stride_seq);
+  for (int32_t s = 0; s < a.seqlen_q; ++s)
+    for (int32_t g = 0; g < p.q_pack; ++g) {
+      const int32_t r = s * p.q_pack + g;  // the kernel's row; the combine's prow uses the same
+      EXPECT_EQ(r >> d.q_shift, s);
+      EXPECT_EQ(r % p.q_pack, g);
+    }
+  a.batch = 41;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 128, 0, true).splits, p.splits);
+  // Not packed: off, a group that is no power of two or does not divide the tile.
+  EXPECT_EQ(sm90::decode_plan(a, 64, 128, 0, false).q_pack, 1);
+  a.heads_q = 24, a.heads_kv = 4, a.kv_group = 6;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 128, 0, true).q_pack, 1);
+  a.heads_q = 128, a.heads_kv = 1, a.kv_group = 128;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 128, 0, true).q_pack, 1);
+  a.heads_q = 64, a.heads_kv = 1, a.kv_group = 64;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 128, 0, true).q_shift, 6);
+  // S_q = 1 packs any group, with no shift (causal dropped there).
+  a.seqlen_q = 1, a.heads_q = 66, a.kv_group = 66;
+  const sm90::DecodePlan one = sm90::decode_plan(a, 64, 128, 0, true);
+  EXPECT_EQ(one.q_pack, 66);
+  EXPECT_EQ(one.q_shift, 0);
+}

@@ -66,6 +66,22 @@ __device__ __forceinline__ void mask_scores(float (&s)[MT][NT][4], int32_t col0,
     }
 }
 
+// One row tile (MT = 1) whose two row halves have causal limits of their
+// own, diag[hh] (key j visible iff j <= diag[hh] and j <= key_last): rows
+// whose positions are not their indices (the Hopper decode kernel's packed
+// rows, position row >> q_shift: sm90/consumer_view.cuh), so the halves'
+// limits are not 8 apart.
+template <int NT, int HALVES = 2>
+__device__ __forceinline__ void mask_scores_halves(float (&s)[1][NT][4], int32_t col0, int32_t key_last,
+                                                   const int32_t (&diag)[HALVES]) {
+#pragma unroll
+  for (int hh = 0; hh < HALVES; ++hh) {
+    const int32_t rel = ct::ct_min(key_last - col0, diag[hh] - col0);
+#pragma unroll
+    for (int w = 0; w < (NT + 15) / 16; ++w) select_word(s, ct::ct_column_mask(rel - 128 * w), w, 0, 1, hh, hh + 1);
+  }
+}
+
 // Without causal masking every row of the thread sees the same keys
 // (j < L_k), so one visibility word per 16 column blocks serves all of its
 // rows: each predicate feeds 2 * MT * HALVES selects instead of one row's,

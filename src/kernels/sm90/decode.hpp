@@ -37,7 +37,8 @@ constexpr int64_t kDecodeUnitsTarget = 128;
 constexpr int32_t kDecodeMinChunkTiles = 4;
 
 struct DecodePlan {
-  int32_t q_pack = 1;           // query heads packed as rows (S_q = 1, GQA)
+  int32_t q_pack = 1;           // query heads packed as rows, position-major (GQA)
+  int32_t q_shift = 0;          // log2(q_pack) where S_q > 1 was packed, else 0
   int32_t heads = 0, rows = 0;  // the kernel's heads and rows per head after packing
   int32_t splits = 1, split_key_tiles = 0;
 };
@@ -45,9 +46,20 @@ struct DecodePlan {
 // The call's plan from its public shape (block_m: the decode kernel's
 // query rows per tile; block_n: its key tile). `chunk_tiles` > 0 forces
 // the chunk length in key tiles (A/B knob DHP_SM90_DECODE_CHUNK).
-inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int block_n, int32_t chunk_tiles = 0) {
+// `pack_sq`: pack S_q > 1 too (DHP_SM90_DECODE_PACK_SQ), where the group
+// is a power of two that divides block_m: rows s * q_pack + g, which Q's
+// 5-D tensor map (tensor_map.hpp, packed_rows_spec) loads whole boxes of.
+inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int block_n, int32_t chunk_tiles = 0,
+                              bool pack_sq = false) {
   DecodePlan p;
-  p.q_pack = a.seqlen_q == 1 ? a.kv_group : 1;
+  const int32_t g = a.kv_group;
+  const bool pow2_group = g > 1 && (g & (g - 1)) == 0 && g <= block_m && block_m % g == 0;
+  if (a.seqlen_q == 1) {
+    p.q_pack = g;
+  } else if (pack_sq && pow2_group) {
+    p.q_pack = g;
+    while ((1 << p.q_shift) < g) ++p.q_shift;
+  }
   p.heads = a.heads_q / p.q_pack;
   p.rows = a.seqlen_q * p.q_pack;
   const int64_t key_tiles = std::max<int64_t>(1, (static_cast<int64_t>(a.seqlen_k) + block_n - 1) / block_n);
@@ -61,23 +73,32 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
   return p;
 }
 
-// The kernel's view of the call under the plan. Packed (q_pack > 1): Q and
+// The kernel's view of the call under the plan. Packed at S_q = 1: Q and
 // O as [B, q_pack, H_kv, D] -- row r of head h' is query head h' q_pack + r
 // -- and no causal flag: with one query row, bottom-right causal masking
 // (key j visible iff j <= L_k - L_q, L_q <= 1) hides no key that the key
 // length does not, so dropping it is exact; the same holds unpacked at
 // S_q = 1. The secret L_q (0 or 1) covers the q_pack rows
-// (kernels/common/lengths.cuh, load_lengths_packed).
+// (kernels/common/lengths.cuh, load_lengths_packed). Packed at S_q > 1
+// (q_shift > 0): row s q_pack + g of head h' is query head h' q_pack + g
+// at position s, which no stride of one row dimension reaches; the
+// launcher loads Q through a 5-D map made from the call's strides (the
+// 4-D fields keep them, unused), the causal mask is kept and takes
+// row >> q_shift as a row's position (consumer_view.cuh), and L_q covers
+// L_q q_pack rows.
 inline kernels::ForwardArgs decode_args(const kernels::ForwardArgs& a, const DecodePlan& p) {
   kernels::ForwardArgs d = a;
   d.kv_splits = p.splits;
   d.split_key_tiles = p.split_key_tiles;
   d.q_pack = p.q_pack;
+  d.q_shift = p.q_shift;
   if (a.seqlen_q == 1) d.causal = 0;
   if (p.q_pack > 1) {
     d.heads_q = p.heads;
     d.seqlen_q = p.rows;
     d.kv_group = 1;
+  }
+  if (p.q_pack > 1 && p.q_shift == 0) {
     d.q_stride_seq = a.q_stride_head;
     d.q_stride_head = a.q_stride_head * p.q_pack;
     d.o_stride_seq = a.o_stride_head;

@@ -277,14 +277,17 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // the call's O and lse. Secret key lengths: V's zero-padded copy first
 // (padding_scrub.hpp, before the attention; the copy beside follows the
 // dense kernel's schedule). DHP_SM90_DECODE_CHUNK=N forces N key tiles per
-// chunk (A/B, tests).
+// chunk (A/B, tests). DHP_SM90_DECODE_PACK_SQ=1 packs GQA heads as rows at
+// S_q > 1 too (decode.hpp; off until measured and gated on a GPU).
 template <typename Traits>
 cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream) {
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim, BM = Traits::kBlockM, BN = Traits::kBlockN;
   static_assert(Traits::kDecode, "the decode kernel");
   static const char* chunk_env = std::getenv("DHP_SM90_DECODE_CHUNK");
-  const DecodePlan plan = decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0);
+  static const char* pack_env = std::getenv("DHP_SM90_DECODE_PACK_SQ");
+  const bool pack_sq = pack_env != nullptr && std::strcmp(pack_env, "1") == 0;
+  const DecodePlan plan = decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, pack_sq);
   kernels::ForwardArgs a = decode_args(call, plan);
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
@@ -311,14 +314,20 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   cudaError_t err = cudaSuccess;
   // Half of the tensor maps describe the call's own tensors: made (and so
   // checked) before anything is launched.
-  if (!make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head, a.q_stride_batch,
-                   BM) ||
+  const bool q_made =
+      plan.q_shift > 0  // S_q > 1 packed: the 5-D map over the call's own strides
+          ? make_packed_rows_map(tq, call.q, call.seqlen_q, plan.q_pack, call.heads_kv, call.batch, D,
+                                 call.q_stride_seq, call.q_stride_head, call.q_stride_batch, BM,
+                                 !std::is_same_v<T, __half>)
+          : make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head,
+                        a.q_stride_batch, BM);
+  if (!q_made ||
       !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
                    BN) ||
       // O: never written by the decode kernel (the combine writes it); the
-      // map checks its alignment as the dense path's does.
-      !make_map<T>(to, a.o, a.seqlen_q, a.heads_q, a.batch, D, a.o_stride_seq, a.o_stride_head, a.o_stride_batch,
-                   16))
+      // map checks the call's O alignment as the dense path's does.
+      !make_map<T>(to, call.o, call.seqlen_q, call.heads_q, call.batch, D, call.o_stride_seq, call.o_stride_head,
+                   call.o_stride_batch, 16))
     err = cudaErrorNotSupported;
   if (err == cudaSuccess && v_copy) err = launch_v_copy_before(a, D, scratch + o_bytes + lse_bytes, stream);
   if (err == cudaSuccess && !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq,

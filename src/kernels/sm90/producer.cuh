@@ -203,8 +203,19 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
             tma::load_4d(st.q[b] + 16 * i * 128, tm_q, 0, m0 + 8 * i, tile.head, tile.batch, &st.q_full[b]);
         } else {
 #pragma unroll
-          for (int cb = 0; cb < Traits::kColBlocks; ++cb)
+          for (int cb = 0; cb < Traits::kColBlocks; ++cb) {
+            if constexpr (Traits::kDecode) {
+              // S_q > 1 packed (decode.hpp): the 5-D map (d, g, position,
+              // kv head, batch); rows m0 .. m0 + 63 are positions m0 >> q_shift
+              // on, every g of each (q_pack divides 64).
+              if (args.q_shift != 0) {  // public
+                tma::load_5d(st.q[b] + cb * QR * 128, tm_q, cb * 64, 0, m0 >> args.q_shift, tile.head, tile.batch,
+                             &st.q_full[b]);
+                continue;
+              }
+            }
             tma::load_4d(st.q[b] + cb * QR * 128, tm_q, cb * 64, m0, tile.head, tile.batch, &st.q_full[b]);
+          }
         }
       }
       timeline::mark(0, 1);

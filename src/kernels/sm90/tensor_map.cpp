@@ -66,4 +66,30 @@ bool make_bshd_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64
   return encode_tensor_map(m, base, bshd_spec(S, H, B, D, s_seq, s_head, s_batch, rows, bf16)).empty();
 }
 
+TensorMapSpec packed_rows_spec(int64_t S, int64_t G, int64_t H_kv, int64_t B, int D, int64_t s_seq, int64_t s_head,
+                               int64_t s_batch, int rows, bool bf16) {
+  TensorMapSpec spec;
+  spec.rank = 5;
+  spec.bf16 = bf16;
+  spec.dims[0] = D, spec.dims[1] = G, spec.dims[2] = S, spec.dims[3] = H_kv, spec.dims[4] = B;
+  // As bshd_spec: the strides of size-1 dimensions are never used by a
+  // copy, and packed ones replace them (a zero or unaligned stride there
+  // would be refused).
+  const uint64_t head = G > 1 ? s_head * 2 : static_cast<uint64_t>(D) * 2;
+  const uint64_t seq = S > 1 ? s_seq * 2 : head * G;
+  const uint64_t group = H_kv > 1 ? s_head * 2 * G : seq * S;
+  const uint64_t batch = B > 1 ? s_batch * 2 : group * H_kv;
+  spec.strides_bytes[0] = head, spec.strides_bytes[1] = seq, spec.strides_bytes[2] = group,
+  spec.strides_bytes[3] = batch;
+  spec.box[0] = 64, spec.box[1] = static_cast<uint32_t>(G), spec.box[2] = static_cast<uint32_t>(rows / G);
+  spec.box[3] = 1, spec.box[4] = 1;
+  return spec;
+}
+
+bool make_packed_rows_map(CUtensorMap& m, const void* base, int64_t S, int64_t G, int64_t H_kv, int64_t B, int D,
+                          int64_t s_seq, int64_t s_head, int64_t s_batch, int rows, bool bf16) {
+  if (G < 1 || rows % G != 0) return false;
+  return encode_tensor_map(m, base, packed_rows_spec(S, G, H_kv, B, D, s_seq, s_head, s_batch, rows, bf16)).empty();
+}
+
 }  // namespace dhp::sm90

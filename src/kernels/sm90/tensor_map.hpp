@@ -33,4 +33,16 @@ TensorMapSpec bshd_spec(int64_t S, int64_t H, int64_t B, int D, int64_t s_seq, i
 bool make_bshd_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
                    int64_t s_head, int64_t s_batch, int rows, bool bf16);
 
+// The decode kernel's Q with S_q > 1 and the G = H / H_kv query heads of a
+// kv head packed as rows, position-major (sm90/decode.hpp): a 5-D map
+// (d, g, position, kv head, batch) over the same [B, S, H, D] tensor, with
+// boxes of 64 columns x G heads x rows / G positions, which the copy
+// engine lays out in shared memory as rows s * G + g of a `rows`-row tile
+// (the box's dimensions beyond the first, flattened in order). G divides
+// `rows`.
+TensorMapSpec packed_rows_spec(int64_t S, int64_t G, int64_t H_kv, int64_t B, int D, int64_t s_seq, int64_t s_head,
+                               int64_t s_batch, int rows, bool bf16);
+bool make_packed_rows_map(CUtensorMap& m, const void* base, int64_t S, int64_t G, int64_t H_kv, int64_t B, int D,
+                          int64_t s_seq, int64_t s_head, int64_t s_batch, int rows, bool bf16);
+
 }  // namespace dhp::sm90

@@ -72,6 +72,15 @@ __device__ __forceinline__ void load_4d(void* smem_dst, const void* tensor_map, 
                                   bar);
 }
 
+// 5-D tile copy global -> shared (the decode kernel's packed Q at S_q > 1:
+// tensor_map.hpp, packed_rows_spec).
+__device__ __forceinline__ void load_5d(void* smem_dst, const void* tensor_map, int32_t c0, int32_t c1, int32_t c2,
+                                        int32_t c3, int32_t c4, uint64_t* bar) {
+  const int32_t coords[5] = {c0, c1, c2, c3, c4};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem_dst, tensor_map, coords,
+                                  bar);
+}
+
 // 4-D tile copy shared -> global (the epilogue's O). Rows outside the
 // tensor's public extent are not written: the copy engine clips the box, so
 // no bounds branch is needed. The source must have been written through the
