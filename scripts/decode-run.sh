@@ -10,8 +10,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-decode-run-out}"; mkdir -p "$out"
+# EXTRA_SUITE: one more suite setting (LABEL=ENV...), e.g. the packed S_q > 1
+# path: "packed=DHP_SM90_DECODE_PACK_SQ=1 DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1".
 if [ "${SUITES:-1}" = 1 ]; then
-  OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1" || exit 1
+  OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1" \
+    ${EXTRA_SUITE:+"$EXTRA_SUITE"} || exit 1
 fi
 python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }

@@ -204,6 +204,19 @@ std::vector<Case> all_cases() {
     d.with_lse = false;
     cs.push_back(d);
   }
+  // A few query rows against a long key range (checking drafted tokens,
+  // S_q 2-16): the decode path at S_q <= DHP_SM90_DECODE_MAX_SQ (16), causal
+  // kept (bottom-right: row s sees keys <= s + L_k - L_q); with
+  // DHP_SM90_DECODE_PACK_SQ=1 (a GPU script's suite run) the power-of-two
+  // groups are packed as rows s q_pack + g: 4 (28 rows), 64 (MQA: one
+  // position per 64-row block), 2 (BHSD, secret L_q), 8 at D = 64 (dense
+  // unless DHP_SM90_DECODE_D64=1); a group of 6 stays unpacked.
+  cs.push_back(make(kF16, 3, 7, 3000, 32, 8, 128, true, Lengths::kSeparate));
+  cs.push_back(make(kF16, 2, 9, 1500, 64, 1, 128, true));
+  cs.push_back(make(kBF16, 4, 5, 2100, 16, 8, 256, true, Lengths::kOnlyQ, Layout::kBHSD));
+  cs.push_back(make(kBF16, 2, 16, 999, 8, 1, 64, true, Lengths::kOnlyK, Layout::kPadded));
+  cs.push_back(make(kBF16, 3, 3, 4000, 24, 4, 128, true, Lengths::kSeparate));
+  cs.push_back(make(kF16, 2, 12, 777, 8, 2, 256, false, Lengths::kSeparate));
   return cs;
 }
 
