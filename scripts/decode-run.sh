@@ -16,7 +16,9 @@ if [ "${SUITES:-1}" = 1 ]; then
   OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1" \
     ${EXTRA_SUITE:+"$EXTRA_SUITE"} || exit 1
 fi
-python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
+# CUDA_FLAGS: extra nvcc flags for both builds (hopper-suites.sh, the package).
+python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a \
+  "-C" "cmake.define.CMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" . > "$out/pip.log" 2>&1 ||
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
 for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
   echo "== ${v%%=*} ${v#*=}"

@@ -5,12 +5,13 @@
 # per extra setting, then the retry-block check on the library's SASS.
 # Settings as LABEL=ENV... (label up to the first '='):
 #   scripts/hopper-suites.sh "copy before=DHP_SM90_V_COPY=before"
+# CUDA_FLAGS: extra nvcc flags for the build (e.g. -DDHP_SM90_PACKED_ROWS=1).
 # Logs to $OUT; exits 1 if the build fails.
 set -uo pipefail
 export DHP_REQUIRE_GPU=1 DHP_NO_PORTABLE_FALLBACK=1
 cd "$(dirname "$0")/.."
 out="${OUT:-hopper-suites-out}"; mkdir -p "$out"
-cmake --preset hopper -DDHP_BUILD_PYTHON=OFF > "$out/configure.log" 2>&1 &&
+cmake --preset hopper -DDHP_BUILD_PYTHON=OFF "-DCMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" > "$out/configure.log" 2>&1 &&
   cmake --build build/hopper -j 16 --target dhp_attention dhp_gpu_tests dhp_sm90_tests dhp_bench > "$out/build.log" 2>&1 ||
   { echo "build failed"; tail -30 "$out/build.log"; exit 1; }
 echo "spills $(grep -cE '[1-9][0-9]* bytes spill' "$out/build.log"); wgmma serialised (C751x) $(grep -c 'C751[0-9]' "$out/build.log")"

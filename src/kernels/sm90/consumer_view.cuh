@@ -117,7 +117,7 @@ struct ConsumerView {
       }
     }
 #endif
-    if constexpr (Traits::kDecode) {
+    if constexpr (Traits::kPackedRows) {
       // Packed rows at S_q > 1 (decode.hpp): row r is position r >> q_shift,
       // and L_q counts rows (L_q q_pack), so the diagonal is
       // (r >> q_shift) + L_k - (L_q >> q_shift) per row half. Every key tile

@@ -82,6 +82,15 @@
 #ifndef DHP_SM90_DECODE_STAGES128
 #define DHP_SM90_DECODE_STAGES128 2
 #endif
+// GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
+// the 5-D Q load and the causal mask on row >> q_shift): compiled in only
+// with DHP_SM90_PACKED_ROWS=1 until its suites and gates have run on a GPU,
+// so that the shipped decode kernels stay the ones they measured
+// (docs/perf-log.md, session 33). In such a build DHP_SM90_DECODE_PACK_SQ=1
+// turns it on at run time (A/B within one build).
+#ifndef DHP_SM90_PACKED_ROWS
+#define DHP_SM90_PACKED_ROWS 0
+#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -156,6 +165,7 @@ struct Sm90Traits {
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
   static constexpr bool kOneGemm = ONE_GEMM_;
   static constexpr bool kDecode = DECODE_;
+  static constexpr bool kPackedRows = DECODE_ && DHP_SM90_PACKED_ROWS != 0;  // S_q > 1 packed (above)
   static_assert(!DECODE_ || (NC_ == 1 && !HALF_ && !ONE_GEMM_), "decode: one consumer warpgroup, 64-row tiles");
   // Built and tested for D = 256 without secret lengths only (launch.cuh);
   // elsewhere its register split and one stage have not been checked.

@@ -278,7 +278,8 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // (padding_scrub.hpp, before the attention; the copy beside follows the
 // dense kernel's schedule). DHP_SM90_DECODE_CHUNK=N forces N key tiles per
 // chunk (A/B, tests). DHP_SM90_DECODE_PACK_SQ=1 packs GQA heads as rows at
-// S_q > 1 too (decode.hpp; off until measured and gated on a GPU).
+// S_q > 1 too, in builds with DHP_SM90_PACKED_ROWS=1 only (decode.hpp,
+// kernel_traits.cuh; off until measured and gated on a GPU).
 template <typename Traits>
 cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream) {
   using T = typename Traits::T;
@@ -286,7 +287,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   static_assert(Traits::kDecode, "the decode kernel");
   static const char* chunk_env = std::getenv("DHP_SM90_DECODE_CHUNK");
   static const char* pack_env = std::getenv("DHP_SM90_DECODE_PACK_SQ");
-  const bool pack_sq = pack_env != nullptr && std::strcmp(pack_env, "1") == 0;
+  const bool pack_sq = Traits::kPackedRows && pack_env != nullptr && std::strcmp(pack_env, "1") == 0;
   const DecodePlan plan = decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, pack_sq);
   kernels::ForwardArgs a = decode_args(call, plan);
   const int sms = sm_count();

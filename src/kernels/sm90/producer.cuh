@@ -204,7 +204,7 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         } else {
 #pragma unroll
           for (int cb = 0; cb < Traits::kColBlocks; ++cb) {
-            if constexpr (Traits::kDecode) {
+            if constexpr (Traits::kPackedRows) {
               // S_q > 1 packed (decode.hpp): the 5-D map (d, g, position,
               // kv head, batch); rows m0 .. m0 + 63 are positions m0 >> q_shift
               // on, every g of each (q_pack divides 64).
