@@ -11,7 +11,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-decode-run-out}"; mkdir -p "$out"
 # EXTRA_SUITE: one more suite setting (LABEL=ENV...), e.g. the packed S_q > 1
-# path: "packed=DHP_SM90_DECODE_PACK_SQ=1 DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1".
+# path, in a build with CUDA_FLAGS=-DDHP_SM90_PACKED_ROWS=1: "packed=DHP_SM90_DECODE_PACK_SQ=1
+# DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1".
 if [ "${SUITES:-1}" = 1 ]; then
   OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1" \
     ${EXTRA_SUITE:+"$EXTRA_SUITE"} || exit 1

@@ -263,6 +263,16 @@ TEST(ForwardLengths, AllZeroAndAllFull) {
       d.lens_k = {0, 2100, 1, 2049, 2100, 2099};
       expect_pass(d);
     }
+  // A few query rows (S_q 7, the decode path; packed rows s q_pack + g with
+  // DHP_SM90_DECODE_PACK_SQ=1): query lengths 0, 1, S_q and beyond, a key
+  // length shorter than the query length (causal: the first rows see
+  // nothing), 0 and S_k; every length class in one batch.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    Case e = make(dt, 6, 7, 1500, 16, 4, dt == DType::kFloat16 ? 128 : 256, true, Lengths::kSeparate);
+    e.lens_q = {0, 1, 7, 3, 100, 7};
+    e.lens_k = {1500, 0, 4, 1500, 1, 1029};
+    expect_pass(e);
+  }
 }
 
 // NaN in one visible query row propagates to that row (as in the reference)

@@ -14,6 +14,8 @@
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/padding_scrub.hpp"
 #include "kernels/sm90/scheduler.cuh"
+#include "kernels/sm90/split_combine.hpp"
+#include "kernels/sm90/tensor_map.hpp"
 #include "kernels/sm90/tile_shape.hpp"
 
 namespace {
@@ -583,12 +585,29 @@ TEST(Decode, PackedRowsAboveOneQueryRowArePositionMajor) {
   EXPECT_EQ(d.q_shift, 2);
   EXPECT_EQ(d.q_stride_head, a.q_stride_head);
   EXPECT_EQ(d.q_stride_seq, a.q_stride_seq);
-  for (int32_t s = 0; s < a.seqlen_q; ++s)
-    for (int32_t g = 0; g < p.q_pack; ++g) {
-      const int32_t r = s * p.q_pack + g;  // the kernel's row; the combine's prow uses the same
-      EXPECT_EQ(r >> d.q_shift, s);
-      EXPECT_EQ(r % p.q_pack, g);
-    }
+  // The three places that relate a query (b, s, h) to a packed row agree:
+  // the combine reads its partial row (packed_partial_row), that row's
+  // position in the causal mask is row >> q_shift, and the Q tensor map
+  // loads that row (tile row r = m0 + i is box element (g = i % q_pack,
+  // position (m0 >> q_shift) + i / q_pack) of head h') from Q[b, s, h].
+  const auto spec = sm90::packed_rows_spec(a.seqlen_q, p.q_pack, a.heads_kv, a.batch, 128, a.q_stride_seq,
+                                           a.q_stride_head, a.q_stride_batch, 64, false);
+  sm90::CombineArgs c{};  // as launch_decode fills it
+  c.q_pack = p.q_pack, c.part_heads = p.heads, c.part_seqlen = p.rows;
+  for (int32_t b = 0; b < a.batch; ++b)
+    for (int32_t s = 0; s < a.seqlen_q; ++s)
+      for (int32_t h = 0; h < a.heads_q; ++h) {
+        const int64_t prow = sm90::packed_partial_row(c, b, s, h);
+        const int64_t row = prow % p.rows, head = prow / p.rows % p.heads;
+        EXPECT_EQ(prow / p.rows / p.heads, b);
+        EXPECT_EQ(row >> d.q_shift, s) << "the mask's position of the combine's row";
+        const int64_t m0 = row / 64 * 64, i = row % 64;
+        const uint64_t loaded = (i % p.q_pack) * spec.strides_bytes[0] +
+                                ((m0 >> d.q_shift) + i / p.q_pack) * spec.strides_bytes[1] +
+                                head * spec.strides_bytes[2] + b * spec.strides_bytes[3];
+        EXPECT_EQ(loaded, uint64_t(2 * (b * a.q_stride_batch + s * a.q_stride_seq + h * a.q_stride_head)))
+            << "b " << b << " s " << s << " h " << h;
+      }
   a.batch = 41;
   EXPECT_EQ(sm90::decode_plan(a, 64, 128, 0, true).splits, p.splits);
   // Not packed: off, a group that is no power of two or does not divide the tile.

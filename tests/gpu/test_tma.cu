@@ -146,43 +146,50 @@ __global__ void tma_packed_rows_tile(const __grid_constant__ CUtensorMap tmap, i
 
 // The same through the 5-D packed map: tile row r must hold query head
 // h' G + r % G at position s0 + r / G (the decode kernel's rows, whose
-// wgmma descriptors read the same 128-byte swizzle), zeros past S_q.
+// wgmma descriptors read the same 128-byte swizzle), zeros past S_q. Groups
+// of 2, 8 and 64 (32, 8 and 1 positions per tile), BSHD, BHSD and padded
+// strides.
 TEST(TmaGpu, PackedRowsTileHoldsPositionMajorRowsAndZeroFills) {
   DHP_REQUIRE_GPU();
   cudaDeviceProp p{};
   cudaGetDeviceProperties(&p, 0);
   if (p.major != 9) GTEST_SKIP() << "skipped: needs an sm_90 GPU";
-  const int S = 37, H = 16, G = 8, B = 2;  // BSHD, D = kCols; 8 positions x 8 heads per 64-row tile
-  std::vector<uint16_t> host(static_cast<size_t>(B) * S * H * kCols);
+  const int S = 37, B = 2;  // D = kCols
+  struct Layout { int G; int64_t s_seq, s_head, s_batch; };  // element strides for H = 2 G heads
+  auto bshd = [&](int G, int64_t pad) { return Layout{G, 2 * G * kCols + pad, kCols, S * (2 * G * kCols + pad)}; };
+  const Layout layouts[] = {bshd(8, 0), Layout{2, kCols, S * kCols, 4 * S * kCols}, bshd(64, 64)};
   std::mt19937 rng(std::random_device{}());
-  for (auto& x : host) x = static_cast<uint16_t>(0x3c00 | (rng() & 0x3ff));
-  uint16_t *g, *out;
-  ASSERT_EQ(cudaMalloc(&g, host.size() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&out, kTileRows * kCols * 2), cudaSuccess);
-  cudaMemcpy(g, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
-  CUtensorMap m;
-  ASSERT_TRUE(dhp::sm90::make_packed_rows_map(m, g, S, G, H / G, B, kCols, H * kCols, kCols, S * H * kCols,
-                                              kTileRows, false));
-  const int per_tile = kTileRows / G;
-  for (int b : {0, 1})
-    for (int hp : {0, 1})
-      for (int s0 : {0, per_tile, 4 * per_tile}) {  // the last tile: positions 32..39, 37..39 past S_q
-        cudaMemset(out, 0xFF, kTileRows * kCols * 2);  // poison
-        tma_packed_rows_tile<<<1, 128>>>(m, s0, hp, b, out);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        std::vector<uint16_t> got(kTileRows * kCols);
-        cudaMemcpy(got.data(), out, got.size() * 2, cudaMemcpyDeviceToHost);
-        int bad = 0;
-        for (int r = 0; r < kTileRows; ++r)
-          for (int c = 0; c < kCols; ++c) {
-            const int s = s0 + r / G, h = hp * G + r % G;
-            const uint16_t want = s < S ? host[((static_cast<size_t>(b) * S + s) * H + h) * kCols + c] : 0;
-            bad += got[r * kCols + c] != want;
-          }
-        EXPECT_EQ(bad, 0) << "b " << b << " h' " << hp << " s0 " << s0;
-      }
-  cudaFree(g);
-  cudaFree(out);
+  for (const Layout& l : layouts) {
+    const int G = l.G, H = 2 * G, per_tile = kTileRows / G;
+    std::vector<uint16_t> host(static_cast<size_t>(B * l.s_batch));
+    for (auto& x : host) x = static_cast<uint16_t>(0x3c00 | (rng() & 0x3ff));
+    uint16_t *g, *out;
+    ASSERT_EQ(cudaMalloc(&g, host.size() * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&out, kTileRows * kCols * 2), cudaSuccess);
+    cudaMemcpy(g, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
+    CUtensorMap m;
+    ASSERT_TRUE(dhp::sm90::make_packed_rows_map(m, g, S, G, H / G, B, kCols, l.s_seq, l.s_head, l.s_batch, kTileRows,
+                                                false));
+    for (int b : {0, 1})
+      for (int hp : {0, 1})
+        for (int s0 : {0, per_tile, (S - 1) / per_tile * per_tile}) {  // the last tile: partly past S_q
+          cudaMemset(out, 0xFF, kTileRows * kCols * 2);  // poison
+          tma_packed_rows_tile<<<1, 128>>>(m, s0, hp, b, out);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          std::vector<uint16_t> got(kTileRows * kCols);
+          cudaMemcpy(got.data(), out, got.size() * 2, cudaMemcpyDeviceToHost);
+          int bad = 0;
+          for (int r = 0; r < kTileRows; ++r)
+            for (int c = 0; c < kCols; ++c) {
+              const int s = s0 + r / G, h = hp * G + r % G;
+              const uint16_t want = s < S ? host[b * l.s_batch + s * l.s_seq + h * l.s_head + c] : 0;
+              bad += got[r * kCols + c] != want;
+            }
+          EXPECT_EQ(bad, 0) << "G " << G << " b " << b << " h' " << hp << " s0 " << s0;
+        }
+    cudaFree(g);
+    cudaFree(out);
+  }
 }
 
 TEST(TmaGpu, SwizzledTileMatchesTheWgmmaLayoutAndZeroFills) {

@@ -120,15 +120,17 @@ struct ConsumerView {
     if constexpr (Traits::kPackedRows) {
       // Packed rows at S_q > 1 (decode.hpp): row r is position r >> q_shift,
       // and L_q counts rows (L_q q_pack), so the diagonal is
-      // (r >> q_shift) + L_k - (L_q >> q_shift) per row half. Every key tile
-      // is masked: the public skip (needs_mask) reasons in rows.
+      // (r >> q_shift) + L_k - (L_q >> q_shift) per row half. The public
+      // skip (public lengths) asks about the tile's first position.
       if (args.q_shift != 0 && args.causal != 0) {  // public
         const int32_t shift = args.q_shift;
-        const int32_t lag = L_k - (L_q >> shift);  // secret with lengths: a shift by a public amount
-        int32_t diag[kHalves];
+        if (Traits::kHasLengths || range.needs_mask(args, n, m0 >> shift)) {  // public unless kHasLengths
+          const int32_t lag = L_k - (L_q >> shift);  // secret with lengths: a shift by a public amount
+          int32_t diag[kHalves];
 #pragma unroll
-        for (int hh = 0; hh < kHalves; ++hh) diag[hh] = ((first_row + 8 * hh) >> shift) + lag;
-        sm80::mask_scores_halves<NT, kHalves>(s3, n * Traits::kBlockN + 2 * (lane % 4), L_k - 1, diag);
+          for (int hh = 0; hh < kHalves; ++hh) diag[hh] = ((first_row + 8 * hh) >> shift) + lag;
+          sm80::mask_scores_halves<NT, kHalves>(s3, n * Traits::kBlockN + 2 * (lane % 4), L_k - 1, diag);
+        }
         return;
       }
     }

@@ -13,7 +13,9 @@
 //    (split_combine.hpp);
 //  * GQA packing: with S_q = 1 the H_q / H_kv query heads that share a K/V
 //    head become the rows of one tile, so that one K/V stream serves them
-//    all (a strided view of Q and O: no copy).
+//    all (a strided view of Q and O: no copy); in builds with
+//    DHP_SM90_PACKED_ROWS=1 also at S_q > 1 (DHP_SM90_DECODE_PACK_SQ=1),
+//    position-major through a 5-D Q tensor map (decode_args below).
 // The chunking is a function of S_k, the query blocks and the kv heads --
 // never of the batch size -- so a sequence is reduced in the same order
 // alone or in any batch (threat model G5). The decode kernel masks like

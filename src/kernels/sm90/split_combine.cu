@@ -59,8 +59,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
   const int32_t s = static_cast<int32_t>(blockIdx.y), b = static_cast<int32_t>(blockIdx.z);
   pdl::allow_next_grid();  // the next kernel's set-up may overlap this one (it waits before its accesses)
   if (h >= a.heads_q) return;  // public: position
-  const int64_t prow = (static_cast<int64_t>(b) * a.part_heads + h / a.q_pack) * a.part_seqlen +
-                       static_cast<int64_t>(s) * a.q_pack + h % a.q_pack;
+  const int64_t prow = packed_partial_row(a, b, s, h);
   const int64_t unit = static_cast<int64_t>(a.batch) * a.part_heads * a.part_seqlen;  // rows per chunk
   pdl::wait_for_previous_grid();  // the partials: written by the attention kernel
 

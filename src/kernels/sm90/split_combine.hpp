@@ -29,11 +29,21 @@ struct CombineArgs {
   float* lse;                // [B, H_q, S_q] or null
   int64_t o_stride_batch, o_stride_seq, o_stride_head;
   int32_t splits, batch, heads_q, seqlen_q;
-  // Query heads packed as rows (ForwardArgs::q_pack, S_q = 1): head h's row
-  // is row h % q_pack of partial head h / q_pack. 1: rows and heads as the call's.
+  // Query heads packed as rows (ForwardArgs::q_pack): position-major rows
+  // of partial head h / q_pack (packed_partial_row). 1: rows and heads as the call's.
   int32_t q_pack;
   int32_t part_heads, part_seqlen;
 };
+
+// Where the decode kernel left query head h at position s of batch entry b,
+// as a row of one chunk's partials [B, part_heads, part_seqlen]: partial
+// head h / q_pack, row s q_pack + h % q_pack (the decode kernel's packed
+// rows are position-major: decode.hpp; its causal mask takes row >> q_shift
+// as the position). q_pack = 1: head h, row s. Public arithmetic.
+__host__ __device__ __forceinline__ int64_t packed_partial_row(const CombineArgs& a, int32_t b, int32_t s, int32_t h) {
+  return (static_cast<int64_t>(b) * a.part_heads + h / a.q_pack) * a.part_seqlen + static_cast<int64_t>(s) * a.q_pack +
+         h % a.q_pack;
+}
 
 // One launch (PDL: it waits for the attention kernel before reading the
 // partials); `bf16` selects the output type, head_dim 64, 128 or 256.
