@@ -23,5 +23,5 @@ python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_A
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
 for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
   echo "== ${v%%=*} ${v#*=}"
-  env ${v#*=} python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -9
+  env ${v#*=} python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -11
 done

@@ -25,7 +25,8 @@ from dhp_attention.bench import chain_graph, time_events
 N_CHAIN = 20
 SHAPES = [  # B, S_q, H_q, H_kv, S_k, D
     (1, 1, 32, 8, 4096, 128), (1, 1, 32, 8, 32768, 128), (8, 1, 32, 8, 4096, 128),
-    (32, 1, 32, 8, 4096, 128), (8, 16, 32, 8, 8192, 128), (1, 1, 8, 8, 16384, 64)]
+    (32, 1, 32, 8, 4096, 128), (8, 16, 32, 8, 8192, 128), (1, 1, 8, 8, 16384, 64),
+    (1, 4, 32, 8, 8192, 128), (8, 8, 32, 8, 4096, 128)]  # the last two: checking drafted tokens
 if "--quick" in sys.argv[1:]:
     SHAPES = SHAPES[:2]
 _given = [tuple(int(x) for x in sys.argv[i + 1].split(",")) for i, a in enumerate(sys.argv) if a == "--shape"]
