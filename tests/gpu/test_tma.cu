@@ -23,7 +23,24 @@ namespace {
 
 constexpr int kCols = 128, kTileRows = 64;
 
-__global__ void tma_tile_roundtrip(const __grid_constant__ CUtensorMap tmap, int row0, uint16_t* out) {
+// One 64-row tile (two 64-column boxes) through `load`, which issues the
+// copy of one box (LoadRows: a 2-D map's rows; LoadPacked: the 5-D packed
+// map's positions), then read back through sw128_offset, row-major.
+struct LoadRows {
+  int row0;
+  __device__ void operator()(void* dst, const CUtensorMap* m, int col, uint64_t* bar) const {
+    dhp::sm90::tma::load_2d(dst, m, col, row0, bar);
+  }
+};
+struct LoadPacked {
+  int s0, h, b;
+  __device__ void operator()(void* dst, const CUtensorMap* m, int col, uint64_t* bar) const {
+    dhp::sm90::tma::load_5d(dst, m, col, 0, s0, h, b, bar);
+  }
+};
+
+template <typename Load>
+__global__ void tma_tile_roundtrip(const __grid_constant__ CUtensorMap tmap, Load load, uint16_t* out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   __shared__ __align__(1024) uint8_t tile[kTileRows * kCols * 2];
   __shared__ __align__(8) uint64_t bar;
@@ -34,8 +51,8 @@ __global__ void tma_tile_roundtrip(const __grid_constant__ CUtensorMap tmap, int
   __syncthreads();
   if (threadIdx.x == 0) {
     dhp::sm90::tma::arrive_expect_bytes(&bar, sizeof(tile));  // full boxes, zero fill included
-    dhp::sm90::tma::load_2d(tile, &tmap, 0, row0, &bar);
-    dhp::sm90::tma::load_2d(tile + kTileRows * 128, &tmap, 64, row0, &bar);
+    load(tile, &tmap, 0, &bar);
+    load(tile + kTileRows * 128, &tmap, 64, &bar);
   }
   dhp::sm90::tma::wait(&bar, 0);
   for (int i = threadIdx.x; i < kTileRows * kCols; i += blockDim.x)
@@ -124,26 +141,6 @@ TEST(TensorMap, PackedRowsSpecAddressesTheCallsHeads) {
   EXPECT_GT(one.strides_bytes[2], 0u);
 }
 
-__global__ void tma_packed_rows_tile(const __grid_constant__ CUtensorMap tmap, int s0, int h, int b, uint16_t* out) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ __align__(1024) uint8_t tile[kTileRows * kCols * 2];
-  __shared__ __align__(8) uint64_t bar;
-  if (threadIdx.x == 0) {
-    dhp::sm90::tma::barrier_init(&bar, 1);
-    dhp::sm90::tma::barrier_init_fence();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    dhp::sm90::tma::arrive_expect_bytes(&bar, sizeof(tile));  // full boxes, zero fill included
-    dhp::sm90::tma::load_5d(tile, &tmap, 0, 0, s0, h, b, &bar);
-    dhp::sm90::tma::load_5d(tile + kTileRows * 128, &tmap, 64, 0, s0, h, b, &bar);
-  }
-  dhp::sm90::tma::wait(&bar, 0);
-  for (int i = threadIdx.x; i < kTileRows * kCols; i += blockDim.x)
-    out[i] = *reinterpret_cast<const uint16_t*>(tile + dhp::sm90::sw128_offset(i / kCols, i % kCols, kTileRows));
-#endif
-}
-
 // The same through the 5-D packed map: tile row r must hold query head
 // h' G + r % G at position s0 + r / G (the decode kernel's rows, whose
 // wgmma descriptors read the same 128-byte swizzle), zeros past S_q. Groups
@@ -174,7 +171,7 @@ TEST(TmaGpu, PackedRowsTileHoldsPositionMajorRowsAndZeroFills) {
       for (int hp : {0, 1})
         for (int s0 : {0, per_tile, (S - 1) / per_tile * per_tile}) {  // the last tile: partly past S_q
           cudaMemset(out, 0xFF, kTileRows * kCols * 2);  // poison
-          tma_packed_rows_tile<<<1, 128>>>(m, s0, hp, b, out);
+          tma_tile_roundtrip<<<1, 128>>>(m, LoadPacked{s0, hp, b}, out);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           std::vector<uint16_t> got(kTileRows * kCols);
           cudaMemcpy(got.data(), out, got.size() * 2, cudaMemcpyDeviceToHost);
@@ -214,7 +211,7 @@ TEST(TmaGpu, SwizzledTileMatchesTheWgmmaLayoutAndZeroFills) {
   ASSERT_EQ(dhp::sm90::encode_tensor_map(m, g, s), "");
   for (int row0 : {0, 128, 256}) {
     cudaMemset(out, 0xFF, kTileRows * kCols * 2);  // poison
-    tma_tile_roundtrip<<<1, 128>>>(m, row0, out);
+    tma_tile_roundtrip<<<1, 128>>>(m, LoadRows{row0}, out);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<uint16_t> got(kTileRows * kCols);
     cudaMemcpy(got.data(), out, got.size() * 2, cudaMemcpyDeviceToHost);

@@ -55,7 +55,7 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
                               bool pack_sq = false) {
   DecodePlan p;
   const int32_t g = a.kv_group;
-  const bool pow2_group = g > 1 && (g & (g - 1)) == 0 && g <= block_m && block_m % g == 0;
+  const bool pow2_group = g > 1 && (g & (g - 1)) == 0 && block_m % g == 0;
   if (a.seqlen_q == 1) {
     p.q_pack = g;
   } else if (pack_sq && pow2_group) {
