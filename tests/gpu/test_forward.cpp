@@ -205,18 +205,25 @@ std::vector<Case> all_cases() {
     cs.push_back(d);
   }
   // A few query rows against a long key range (checking drafted tokens,
-  // S_q 2-16): the decode path at S_q <= DHP_SM90_DECODE_MAX_SQ (16), causal
-  // kept (bottom-right: row s sees keys <= s + L_k - L_q); with
-  // DHP_SM90_DECODE_PACK_SQ=1 (a GPU script's suite run) the power-of-two
-  // groups are packed as rows s q_pack + g: 4 (28 rows), 64 (MQA: one
-  // position per 64-row block), 2 (BHSD, secret L_q), 8 at D = 64 (dense
-  // unless DHP_SM90_DECODE_D64=1); a group of 6 stays unpacked.
+  // S_q 2-64): the decode path up to decode_max_seqlen_q (decode.hpp: 64
+  // packed, 32 not), causal kept (bottom-right: row s sees keys <= s + L_k
+  // - L_q); the power-of-two groups packed as rows s q_pack + g: 4 (28
+  // rows; 160 rows in three 64-row tiles, the last partial), 64 (MQA: one
+  // position per 64-row block), 2 (BHSD, secret L_q; 128 rows at S_q 64),
+  // 8 at D = 64 (dense unless DHP_SM90_DECODE_D64=1); a group of 6 stays
+  // unpacked (decode at S_q 3, dense at 64); MHA decode at S_q 32, dense
+  // at 33.
   cs.push_back(make(kF16, 3, 7, 3000, 32, 8, 128, true, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 9, 1500, 64, 1, 128, true));
   cs.push_back(make(kBF16, 4, 5, 2100, 16, 8, 256, true, Lengths::kOnlyQ, Layout::kBHSD));
   cs.push_back(make(kBF16, 2, 16, 999, 8, 1, 64, true, Lengths::kOnlyK, Layout::kPadded));
   cs.push_back(make(kBF16, 3, 3, 4000, 24, 4, 128, true, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 12, 777, 8, 2, 256, false, Lengths::kSeparate));
+  cs.push_back(make(kF16, 3, 40, 3000, 32, 8, 128, true, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 2, 64, 2000, 16, 8, 256, true, Lengths::kNone, Layout::kBHSD));
+  cs.push_back(make(kF16, 2, 64, 1000, 12, 2, 128, true, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 2, 32, 1500, 8, 8, 128, false, Lengths::kSeparate));
+  cs.push_back(make(kF16, 2, 33, 1500, 8, 8, 128, true));
   return cs;
 }
 
@@ -263,16 +270,17 @@ TEST(ForwardLengths, AllZeroAndAllFull) {
       d.lens_k = {0, 2100, 1, 2049, 2100, 2099};
       expect_pass(d);
     }
-  // A few query rows (S_q 7, the decode path; packed rows s q_pack + g with
-  // DHP_SM90_DECODE_PACK_SQ=1): query lengths 0, 1, S_q and beyond, a key
-  // length shorter than the query length (causal: the first rows see
-  // nothing), 0 and S_k; every length class in one batch.
-  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
-    Case e = make(dt, 6, 7, 1500, 16, 4, dt == DType::kFloat16 ? 128 : 256, true, Lengths::kSeparate);
-    e.lens_q = {0, 1, 7, 3, 100, 7};
-    e.lens_k = {1500, 0, 4, 1500, 1, 1029};
-    expect_pass(e);
-  }
+  // A few query rows (S_q 7 and 40, the decode path; packed rows
+  // s q_pack + g, over several tiles at 40): query lengths 0, 1, S_q and
+  // beyond, a key length shorter than the query length (causal: the first
+  // rows see nothing), 0 and S_k; every length class in one batch.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16})
+    for (int64_t sq : {7, 40}) {
+      Case e = make(dt, 6, sq, 1500, 16, 4, dt == DType::kFloat16 ? 128 : 256, true, Lengths::kSeparate);
+      e.lens_q = {0, 1, int32_t(sq), 3, 100, int32_t(sq)};
+      e.lens_k = {1500, 0, 4, 1500, 1, 1029};
+      expect_pass(e);
+    }
 }
 
 // NaN in one visible query row propagates to that row (as in the reference)

@@ -624,3 +624,22 @@ TEST(Decode, PackedRowsAboveOneQueryRowArePositionMajor) {
   EXPECT_EQ(one.q_pack, 66);
   EXPECT_EQ(one.q_shift, 0);
 }
+
+// The longest S_q on the decode path (decode_max_seqlen_q): 64 where S_q > 1
+// packs the group (a power of two dividing the tile), 32 otherwise -- a
+// function of the heads and the tile, never of the batch or S_k.
+TEST(Decode, LongestQueryOnTheDecodePathFollowsThePacking) {
+  ForwardArgs a{};
+  a.batch = 1, a.seqlen_q = 40, a.seqlen_k = 8192, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4;
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqPacked);
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, false), sm90::kDecodeMaxSqUnpacked) << "packing off";
+  a.batch = 4096, a.seqlen_k = 3;
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqPacked) << "batch or S_k changed it";
+  a.heads_kv = 32, a.kv_group = 1;
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqUnpacked) << "MHA";
+  a.heads_q = 48, a.heads_kv = 8, a.kv_group = 6;
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqUnpacked) << "a group of 6";
+  a.heads_q = 128, a.heads_kv = 1, a.kv_group = 128;
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqUnpacked) << "a group above the tile";
+  static_assert(sm90::kDecodeMaxSqUnpacked < sm90::kDecodeMaxSqPacked);
+}

@@ -402,9 +402,11 @@ int run_sanitize() {
       {DType::kFloat16, 2, 8, 2, 1, 700, 128, true, LengthMode::kSeparate, true},
       {DType::kBFloat16, 2, 66, 1, 1, 1000, 64, false, LengthMode::kSeparate, false},
       {DType::kBFloat16, 3, 4, 4, 1, 333, 256, false, LengthMode::kNone, true},
-      // S_q 2-16 on the decode path (launch.cuh, DHP_SM90_DECODE_MAX_SQ):
-      // no packing, the causal mask kept; S_q not a power of two.
+      // S_q > 1 on the decode path (decode.hpp, decode_max_seqlen_q), the
+      // causal mask kept: GQA packed as rows s q_pack + g (28 rows; 160
+      // rows in three tiles, the last one partial); MHA unpacked.
       {DType::kFloat16, 2, 8, 2, 7, 900, 128, true, LengthMode::kSeparate, true},
+      {DType::kFloat16, 2, 8, 2, 40, 700, 128, true, LengthMode::kSeparate, true},
       {DType::kBFloat16, 1, 4, 4, 16, 400, 256, true, LengthMode::kNone, true},
       // V's copy beside the attention (sm90 padding_scrub.hpp): 136 tiles on
       // 68 CTAs, the copy engine's ring, the counters and their waits.

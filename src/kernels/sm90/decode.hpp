@@ -1,6 +1,6 @@
 // The Hopper decode path: few query rows against a long key sequence (an
 // LLM generating one token, S_q = 1, or checking a few drafted ones, S_q up
-// to 16 by default: launch.cuh). Host-only and pure, so that the CPU tests
+// to 32 or 64: decode_max_seqlen_q below). Host-only and pure, so that the CPU tests
 // can check what a shape gets.
 //
 // Why a path of its own: the dense kernel's work unit is a query tile (one
@@ -13,9 +13,10 @@
 //    (split_combine.hpp);
 //  * GQA packing: with S_q = 1 the H_q / H_kv query heads that share a K/V
 //    head become the rows of one tile, so that one K/V stream serves them
-//    all (a strided view of Q and O: no copy); in builds with
-//    DHP_SM90_PACKED_ROWS=1 also at S_q > 1 (DHP_SM90_DECODE_PACK_SQ=1),
-//    position-major through a 5-D Q tensor map (decode_args below).
+//    all (a strided view of Q and O: no copy); at S_q > 1 too where the
+//    group is a power of two dividing the tile's rows, position-major
+//    through a 5-D Q tensor map (decode_args below; off with
+//    DHP_SM90_DECODE_PACK_SQ=0 or a DHP_SM90_PACKED_ROWS=0 build).
 // The chunking is a function of S_k, the query blocks and the kv heads --
 // never of the batch size -- so a sequence is reduced in the same order
 // alone or in any batch (threat model G5). The decode kernel masks like
@@ -45,6 +46,28 @@ struct DecodePlan {
   int32_t splits = 1, split_key_tiles = 0;
 };
 
+// Whether S_q > 1 packs the GQA group as rows: a power of two that
+// divides the decode tile's block_m rows (whole boxes of Q's 5-D map).
+inline bool packs_query_rows(int32_t kv_group, int block_m) {
+  return kv_group > 1 && (kv_group & (kv_group - 1)) == 0 && block_m % kv_group == 0;
+}
+
+// The longest S_q that takes the decode path, from the public shape only
+// -- never the batch, so that a sequence's bits do not depend on what it
+// is batched with (threat model G5). Measured against the dense kernels in
+// one run (docs/perf-log.md, session 34; H200, fp16, S_k 4096-8192): with
+// GQA packing (heads sharing one K/V stream) the decode path was faster up
+// to S_q 64 at D 128 and 256 and B 1-32 (B1 S_q 64: 28.6 vs 94.2 us; B32:
+// 434.8 vs 465.6); unpacked (MHA, a group of 6) it was faster or level up
+// to S_q 32 (B1 S_q 32 MHA: 38.8 vs 94.0; B8 and B32 level) but 4-9 %
+// slower at S_q 64 from B4 on (the partials' round trip outweighs the
+// split once the dense kernel fills the GPU).
+constexpr int32_t kDecodeMaxSqUnpacked = 32;
+constexpr int32_t kDecodeMaxSqPacked = 64;
+inline int32_t decode_max_seqlen_q(const kernels::ForwardArgs& a, int block_m, bool pack_sq) {
+  return pack_sq && packs_query_rows(a.kv_group, block_m) ? kDecodeMaxSqPacked : kDecodeMaxSqUnpacked;
+}
+
 // The call's plan from its public shape (block_m: the decode kernel's
 // query rows per tile; block_n: its key tile). `chunk_tiles` > 0 forces
 // the chunk length in key tiles (A/B knob DHP_SM90_DECODE_CHUNK).
@@ -55,10 +78,9 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
                               bool pack_sq = false) {
   DecodePlan p;
   const int32_t g = a.kv_group;
-  const bool pow2_group = g > 1 && (g & (g - 1)) == 0 && block_m % g == 0;
   if (a.seqlen_q == 1) {
     p.q_pack = g;
-  } else if (pack_sq && pow2_group) {
+  } else if (pack_sq && packs_query_rows(g, block_m)) {
     p.q_pack = g;
     while ((1 << p.q_shift) < g) ++p.q_shift;
   }

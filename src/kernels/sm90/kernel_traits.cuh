@@ -83,13 +83,13 @@
 #define DHP_SM90_DECODE_STAGES128 2
 #endif
 // GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
-// the 5-D Q load and the causal mask on row >> q_shift): compiled in only
-// with DHP_SM90_PACKED_ROWS=1 until its suites and gates have run on a GPU,
-// so that the shipped decode kernels stay the ones they measured
-// (docs/perf-log.md, session 33). In such a build DHP_SM90_DECODE_PACK_SQ=1
-// turns it on at run time (A/B within one build).
+// the 5-D Q load and the causal mask on row >> q_shift). On by default
+// since its suites and gates ran on a GPU (docs/perf-log.md, session 34);
+// DHP_SM90_PACKED_ROWS=0 compiles it out (the unpacked S_q > 1 kernels of
+// session 33), DHP_SM90_DECODE_PACK_SQ=0 turns it off at run time (A/B
+// within one build).
 #ifndef DHP_SM90_PACKED_ROWS
-#define DHP_SM90_PACKED_ROWS 0
+#define DHP_SM90_PACKED_ROWS 1
 #endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40

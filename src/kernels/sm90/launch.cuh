@@ -277,18 +277,23 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // the call's O and lse. Secret key lengths: V's zero-padded copy first
 // (padding_scrub.hpp, before the attention; the copy beside follows the
 // dense kernel's schedule). DHP_SM90_DECODE_CHUNK=N forces N key tiles per
-// chunk (A/B, tests). DHP_SM90_DECODE_PACK_SQ=1 packs GQA heads as rows at
-// S_q > 1 too, in builds with DHP_SM90_PACKED_ROWS=1 only (decode.hpp,
-// kernel_traits.cuh; off until measured and gated on a GPU).
+// chunk (A/B, tests). GQA heads are packed as rows at S_q > 1 too
+// (decode.hpp, kernel_traits.cuh) unless DHP_SM90_DECODE_PACK_SQ=0 (A/B) or
+// the build has DHP_SM90_PACKED_ROWS=0.
+template <typename Traits>
+bool decode_packs_sq() {
+  static const char* pack_env = std::getenv("DHP_SM90_DECODE_PACK_SQ");
+  return Traits::kPackedRows && (pack_env == nullptr || std::strcmp(pack_env, "0") != 0);
+}
+
 template <typename Traits>
 cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream) {
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim, BM = Traits::kBlockM, BN = Traits::kBlockN;
   static_assert(Traits::kDecode, "the decode kernel");
   static const char* chunk_env = std::getenv("DHP_SM90_DECODE_CHUNK");
-  static const char* pack_env = std::getenv("DHP_SM90_DECODE_PACK_SQ");
-  const bool pack_sq = Traits::kPackedRows && pack_env != nullptr && std::strcmp(pack_env, "1") == 0;
-  const DecodePlan plan = decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, pack_sq);
+  const DecodePlan plan =
+      decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, decode_packs_sq<Traits>());
   kernels::ForwardArgs a = decode_args(call, plan);
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
@@ -379,8 +384,9 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
 // falls back to 64 with secret lengths).
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
-  // Decoding (S_q up to DHP_SM90_DECODE_MAX_SQ, default 16; 0: never): the
-  // decode path (decode.hpp). Public shape only, never the batch. Not at
+  // Decoding (S_q up to decode_max_seqlen_q: 32, or 64 with GQA packed;
+  // DHP_SM90_DECODE_MAX_SQ=N forces N, 0: never): the decode path
+  // (decode.hpp). Public shape only, never the batch. Not at
   // D = 64 unless DHP_SM90_DECODE_D64=1: there gate 1 found a hardware
   // instruction count (smsp__thread_inst_executed_pred_on) 160 lower for
   // the nan-inf-rows input class than for the others, in every repeat, with
@@ -389,10 +395,11 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   // pass it on the same shape.
   static const char* decode_env = std::getenv("DHP_SM90_DECODE_MAX_SQ");
   static const char* d64_env = std::getenv("DHP_SM90_DECODE_D64");
-  const int decode_max_sq = decode_env != nullptr ? std::atoi(decode_env) : 16;
+  using Decode = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>;
+  const int decode_max_sq = decode_env != nullptr ? std::atoi(decode_env)
+                                                  : decode_max_seqlen_q(a, Decode::kBlockM, decode_packs_sq<Decode>());
   const bool decode_here = D != 64 || (d64_env != nullptr && std::strcmp(d64_env, "1") == 0);
-  if (a.seqlen_q <= decode_max_sq && decode_here)
-    return launch_decode<Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>>(a, s);
+  if (a.seqlen_q <= decode_max_sq && decode_here) return launch_decode<Decode>(a, s);
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
