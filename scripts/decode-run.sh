@@ -10,11 +10,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-decode-run-out}"; mkdir -p "$out"
-# EXTRA_SUITE: one more suite setting (LABEL=ENV...), e.g. the packed S_q > 1
-# path, in a build with CUDA_FLAGS=-DDHP_SM90_PACKED_ROWS=1: "packed=DHP_SM90_DECODE_PACK_SQ=1
-# DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1".
+# The suites also run with the decode path off (the dense kernels at the
+# small S_q the decode path now takes) and with S_q > 1 packing off.
+# EXTRA_SUITE: one more suite setting (LABEL=ENV...).
 if [ "${SUITES:-1}" = 1 ]; then
   OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1" \
+    "dense=DHP_SM90_DECODE_MAX_SQ=0" "unpacked=DHP_SM90_DECODE_PACK_SQ=0 DHP_SM90_DECODE_MAX_SQ=64" \
     ${EXTRA_SUITE:+"$EXTRA_SUITE"} || exit 1
 fi
 # CUDA_FLAGS: extra nvcc flags for both builds (hopper-suites.sh, the package).

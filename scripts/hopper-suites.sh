@@ -5,7 +5,7 @@
 # per extra setting, then the retry-block check on the library's SASS.
 # Settings as LABEL=ENV... (label up to the first '='):
 #   scripts/hopper-suites.sh "copy before=DHP_SM90_V_COPY=before"
-# CUDA_FLAGS: extra nvcc flags for the build (e.g. -DDHP_SM90_PACKED_ROWS=1).
+# CUDA_FLAGS: extra nvcc flags for the build (e.g. -DDHP_SM90_PACKED_ROWS=0: no S_q > 1 packing).
 # Logs to $OUT; exits 1 if the build fails.
 set -uo pipefail
 export DHP_REQUIRE_GPU=1 DHP_NO_PORTABLE_FALLBACK=1

@@ -209,10 +209,12 @@ std::vector<Case> all_cases() {
   // packed, 32 not), causal kept (bottom-right: row s sees keys <= s + L_k
   // - L_q); the power-of-two groups packed as rows s q_pack + g: 4 (28
   // rows; 160 rows in three 64-row tiles, the last partial), 64 (MQA: one
-  // position per 64-row block), 2 (BHSD, secret L_q; 128 rows at S_q 64),
-  // 8 at D = 64 (dense unless DHP_SM90_DECODE_D64=1); a group of 6 stays
-  // unpacked (decode at S_q 3, dense at 64); MHA decode at S_q 32, dense
-  // at 33.
+  // position per 64-row block), 2 (BHSD, secret L_q at S_q 5; 128 rows at
+  // S_q 64, no lengths), 8 at D = 64 (dense unless DHP_SM90_DECODE_D64=1);
+  // a group of 6 stays unpacked (decode at S_q 3, dense at 64); MHA decode
+  // at S_q 32, dense at 33. (The S_q 17 cases above take the decode path
+  // too; scripts/decode-run.sh runs the suite again with it off, so that
+  // the dense kernels keep their small-S_q coverage.)
   cs.push_back(make(kF16, 3, 7, 3000, 32, 8, 128, true, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 9, 1500, 64, 1, 128, true));
   cs.push_back(make(kBF16, 4, 5, 2100, 16, 8, 256, true, Lengths::kOnlyQ, Layout::kBHSD));

@@ -486,11 +486,16 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
     ForwardArgs a{};
     a.seqlen_q = sh.sq, a.seqlen_k = sh.sk, a.heads_q = sh.hq, a.heads_kv = sh.hkv, a.kv_group = sh.hq / sh.hkv;
     a.batch = 1;
-    const sm90::DecodePlan p1 = sm90::decode_plan(a, 64, 128);
+    const sm90::DecodePlan p1 = sm90::decode_plan(a, 64, 128, 0, false);
     a.batch = 37;
-    const sm90::DecodePlan p37 = sm90::decode_plan(a, 64, 128);
+    const sm90::DecodePlan p37 = sm90::decode_plan(a, 64, 128, 0, false);
+    const sm90::DecodePlan packed1 = sm90::decode_plan(a, 64, 128, 0, true);
+    a.batch = 1;
+    const sm90::DecodePlan packed37 = sm90::decode_plan(a, 64, 128, 0, true);
     EXPECT_EQ(p1.splits, p37.splits);
     EXPECT_EQ(p1.split_key_tiles, p37.split_key_tiles);
+    EXPECT_EQ(packed1.splits, packed37.splits);
+    EXPECT_EQ(packed1.split_key_tiles, packed37.split_key_tiles);
     EXPECT_EQ(p1.q_pack, sh.sq == 1 ? sh.hq / sh.hkv : 1);
     EXPECT_EQ(p1.heads * p1.q_pack, sh.hq);
     const int32_t key_tiles = (sh.sk + 127) / 128;
@@ -513,7 +518,7 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
   // once.
   ForwardArgs a{};
   a.seqlen_q = 1, a.seqlen_k = 32768, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4, a.batch = 3;
-  const sm90::DecodePlan p = sm90::decode_plan(a, 64, 128);
+  const sm90::DecodePlan p = sm90::decode_plan(a, 64, 128, 0, true);
   EXPECT_EQ(p.heads * p.splits, 128);
   const ForwardArgs d = sm90::decode_args(a, p);
   const sm90::TileScheduler<64, true> sched(d);
@@ -536,7 +541,7 @@ TEST(Decode, PackedViewAddressesTheCallsHeads) {
   a.causal = 1, a.causal_diagonal_public = 1, a.causal_offset = a.seqlen_k - 1;
   a.q_stride_batch = 32 * 128 + 64, a.q_stride_seq = 32 * 128 + 64, a.q_stride_head = 136;  // padded
   a.o_stride_batch = 32 * 128, a.o_stride_seq = 32 * 128, a.o_stride_head = 128;
-  const sm90::DecodePlan p = sm90::decode_plan(a, 64, 128);
+  const sm90::DecodePlan p = sm90::decode_plan(a, 64, 128, 0, true);
   const ForwardArgs d = sm90::decode_args(a, p);
   ASSERT_EQ(p.q_pack, 4);
   EXPECT_EQ(d.heads_q, 8);
@@ -554,9 +559,10 @@ TEST(Decode, PackedViewAddressesTheCallsHeads) {
                 b * a.o_stride_batch + h * a.o_stride_head);
       EXPECT_EQ(hp / d.kv_group, h / a.kv_group) << "the same kv head";
     }
-  // More than one query row: nothing packed, the causal mask kept.
+  // More than one query row with S_q > 1 packing off (DHP_SM90_DECODE_PACK_SQ=0):
+  // nothing packed, the causal mask kept.
   a.seqlen_q = 16, a.causal_offset = a.seqlen_k - 16;
-  const ForwardArgs e = sm90::decode_args(a, sm90::decode_plan(a, 64, 128));
+  const ForwardArgs e = sm90::decode_args(a, sm90::decode_plan(a, 64, 128, 0, false));
   EXPECT_EQ(e.q_pack, 1);
   EXPECT_EQ(e.heads_q, 32);
   EXPECT_EQ(e.causal, 1);

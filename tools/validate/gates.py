@@ -77,8 +77,8 @@ GATE1 = [
     # failed this configuration's counters on the nan-inf-rows class).
     ("bf16 D64 S_q=1 causal none GQA (dense kernels)", "--dtype bf16 --batch 1 --heads 8 --heads-kv 2 --seqlen 1 --seqlen-k 2100 --head-dim 64 --causal"),
     ("fp16 D256 decode separate", "--dtype fp16 --batch 3 --heads 4 --seqlen 1 --seqlen-k 1000 --head-dim 256 --lengths separate"),
-    # S_q 2-16 (speculative decoding) on the decode path: one head per row
-    # block (no packing), the causal mask's per-row limits kept.
+    # S_q > 1 (speculative decoding) on the decode path: GQA packed as rows
+    # s * 4 + g (28 rows), the causal mask on row >> 2 per row half.
     ("fp16 D128 decode causal separate GQA S_q 7", "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 7 --seqlen-k 3000 --head-dim 128 --causal --lengths separate"),
 ]
 CONTROL_GATE1 = "LEAKY CONTROL fp16 D64 causal separate"  # GATE1[0]'s configuration, control kernel
@@ -152,6 +152,8 @@ REPRO = [
     ("fp16 D128 decode separate GQA", "--dtype fp16 --batch 4 --heads 32 --heads-kv 8 --seqlen 1 --seqlen-k 5000 --head-dim 128 --lengths separate"),
     ("bf16 D256 decode none", "--dtype bf16 --batch 3 --heads 8 --heads-kv 2 --seqlen 1 --seqlen-k 3000 --head-dim 256"),
     ("bf16 D256 decode causal separate S_q 16", "--dtype bf16 --batch 3 --heads 8 --heads-kv 2 --seqlen 16 --seqlen-k 3000 --head-dim 256 --causal --lengths separate"),
+    # Packed over three 64-row tiles, the last partial (S_q 40, group 4).
+    ("fp16 D128 decode causal separate S_q 40", "--dtype fp16 --batch 3 --heads 32 --heads-kv 8 --seqlen 40 --seqlen-k 2500 --head-dim 128 --causal --lengths separate"),
 ]
 SANITIZERS = ["memcheck", "racecheck", "synccheck", "initcheck"]
 

@@ -1,7 +1,7 @@
 // The Hopper decode path: few query rows against a long key sequence (an
-// LLM generating one token, S_q = 1, or checking a few drafted ones, S_q up
-// to 32 or 64: decode_max_seqlen_q below). Host-only and pure, so that the CPU tests
-// can check what a shape gets.
+// LLM generating one token, S_q = 1, or checking a few drafted ones, S_q
+// up to 32 or 64: decode_max_seqlen_q below). Host-only and pure, so that
+// the CPU tests can check what a shape gets.
 //
 // Why a path of its own: the dense kernel's work unit is a query tile (one
 // head, 64-192 rows), each walking all of its key tiles. With S_q = 1 a
@@ -57,9 +57,9 @@ inline bool packs_query_rows(int32_t kv_group, int block_m) {
 // is batched with (threat model G5). Measured against the dense kernels in
 // one run (docs/perf-log.md, session 34; H200, fp16, S_k 4096-8192): with
 // GQA packing (heads sharing one K/V stream) the decode path was faster up
-// to S_q 64 at D 128 and 256 and B 1-32 (B1 S_q 64: 28.6 vs 94.2 us; B32:
-// 434.8 vs 465.6); unpacked (MHA, a group of 6) it was faster or level up
-// to S_q 32 (B1 S_q 32 MHA: 38.8 vs 94.0; B8 and B32 level) but 4-9 %
+// to S_q 64 at D 128 and 256 and B 1-32 (B1 S_q 64: 28.6 vs 94.5 us; B32:
+// 434.8 vs 465.7); unpacked (MHA, a group of 6) it was faster or level up
+// to S_q 32 (B1 S_q 32 MHA: 38.8 vs 94.0; B8 and B32 level) but 5-7 %
 // slower at S_q 64 from B4 on (the partials' round trip outweighs the
 // split once the dense kernel fills the GPU).
 constexpr int32_t kDecodeMaxSqUnpacked = 32;
@@ -74,8 +74,8 @@ inline int32_t decode_max_seqlen_q(const kernels::ForwardArgs& a, int block_m, b
 // `pack_sq`: pack S_q > 1 too (DHP_SM90_DECODE_PACK_SQ), where the group
 // is a power of two that divides block_m: rows s * q_pack + g, which Q's
 // 5-D tensor map (tensor_map.hpp, packed_rows_spec) loads whole boxes of.
-inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int block_n, int32_t chunk_tiles = 0,
-                              bool pack_sq = false) {
+inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int block_n, int32_t chunk_tiles,
+                              bool pack_sq) {
   DecodePlan p;
   const int32_t g = a.kv_group;
   if (a.seqlen_q == 1) {

@@ -283,7 +283,7 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 template <typename Traits>
 bool decode_packs_sq() {
   static const char* pack_env = std::getenv("DHP_SM90_DECODE_PACK_SQ");
-  return Traits::kPackedRows && (pack_env == nullptr || std::strcmp(pack_env, "0") != 0);
+  return Traits::kPackedRows && (pack_env == nullptr || std::atoi(pack_env) != 0);
 }
 
 template <typename Traits>
@@ -291,15 +291,16 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   using T = typename Traits::T;
   constexpr int D = Traits::kHeadDim, BM = Traits::kBlockM, BN = Traits::kBlockN;
   static_assert(Traits::kDecode, "the decode kernel");
+  // The combine's grid takes S_q and B as dimensions (split_combine.cu):
+  // checked before anything is planned (S_q x q_pack rows in 32 bits) or
+  // launched.
+  if (call.seqlen_q > 65535 || call.batch > 65535) return cudaErrorNotSupported;
   static const char* chunk_env = std::getenv("DHP_SM90_DECODE_CHUNK");
   const DecodePlan plan =
       decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, decode_packs_sq<Traits>());
   kernels::ForwardArgs a = decode_args(call, plan);
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
-  // The combine's grid takes S_q and B as dimensions (split_combine.cu):
-  // checked here, before anything is launched.
-  if (call.seqlen_q > 65535 || call.batch > 65535) return cudaErrorNotSupported;
   const int64_t units = query_tiles(a, BM) * plan.splits;
   if (units > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
   const int grid = static_cast<int>(std::min<int64_t>(units, sms));
