@@ -92,6 +92,8 @@ LARGE = "--dtype bf16 --batch 2 --heads 16 --seqlen 2048 --head-dim 128 --length
 # "32-row tiles" configurations of gates 1 and 3 and the sanitizers.
 SMALL_DENSE = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64"
 DECODE = "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 1 --seqlen-k 8192 --head-dim 128 --lengths separate"
+# Checking 8 drafted tokens: GQA packed as 32 rows, the causal mask on row >> 2.
+DRAFTED = "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 8 --seqlen-k 8192 --head-dim 128 --causal --lengths separate"
 DUDECT = [
     ("small values", SMALL, "values", 1_000_000, 20_000, "PASS", ""),
     ("small lengths", SMALL, "lengths", 1_000_000, 20_000, "PASS", ""),
@@ -105,6 +107,8 @@ DUDECT = [
     # The decode path: one LLM step (GQA 32 / 8, S_k 8192, 64 chunks).
     ("decode values", DECODE, "values", 100_000, 2_000, "PASS", ""),
     ("decode lengths", DECODE, "lengths", 100_000, 2_000, "PASS", ""),
+    ("drafted tokens values", DRAFTED, "values", 100_000, 2_000, "PASS", ""),
+    ("drafted tokens lengths", DRAFTED, "lengths", 100_000, 2_000, "PASS", ""),
 ]
 CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL", ""),
                   ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS", "")]
