@@ -4,8 +4,9 @@
 # the decode path, D = 64 included, in one-key-tile chunks: causal masks at S_q > 1 and many
 # chunks per row), then the Python package and scripts/decode-shapes.py with
 # the decode path as shipped, without it (DHP_SM90_DECODE_MAX_SQ=0: the
-# dense kernels, as before), and with the chunk lengths in CHUNKS forced
-# (DECODE_ARGS: extra arguments of decode-shapes.py, e.g. --shape ...).
+# dense kernels, as before), and once per setting in CHUNKS (LABEL=ENV...,
+# e.g. "max64=DHP_SM90_DECODE_MAX_SQ=64"; DECODE_ARGS: extra arguments of
+# decode-shapes.py, e.g. --shape ...).
 # Logs to $OUT; the tables last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
