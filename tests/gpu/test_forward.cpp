@@ -206,7 +206,8 @@ std::vector<Case> all_cases() {
   }
   // A few query rows against a long key range (checking drafted tokens,
   // S_q 2-64): the decode path up to decode_max_seqlen_q (decode.hpp: 64
-  // packed, 32 not), causal kept (bottom-right: row s sees keys <= s + L_k
+  // packed, 32 not; takes_decode_path: without shared K/V streams only from
+  // S_k 4096, hence the long key ranges below), causal kept (bottom-right: row s sees keys <= s + L_k
   // - L_q); the power-of-two groups packed as rows s q_pack + g: 4 (28
   // rows; 160 rows in three 64-row tiles, the last partial), 64 (MQA: one
   // position per 64-row block), 2 (BHSD, secret L_q at S_q 5; 128 rows at
@@ -219,12 +220,12 @@ std::vector<Case> all_cases() {
   cs.push_back(make(kF16, 2, 9, 1500, 64, 1, 128, true));
   cs.push_back(make(kBF16, 4, 5, 2100, 16, 8, 256, true, Lengths::kOnlyQ, Layout::kBHSD));
   cs.push_back(make(kBF16, 2, 16, 999, 8, 1, 64, true, Lengths::kOnlyK, Layout::kPadded));
-  cs.push_back(make(kBF16, 3, 3, 4000, 24, 4, 128, true, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 3, 3, 4100, 24, 4, 128, true, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 12, 777, 8, 2, 256, false, Lengths::kSeparate));
   cs.push_back(make(kF16, 3, 40, 3000, 32, 8, 128, true, Lengths::kSeparate));
-  cs.push_back(make(kBF16, 2, 64, 2000, 16, 8, 256, true, Lengths::kNone, Layout::kBHSD));
+  cs.push_back(make(kBF16, 2, 64, 4200, 16, 8, 256, true, Lengths::kNone, Layout::kBHSD));
   cs.push_back(make(kF16, 2, 64, 1000, 12, 2, 128, true, Lengths::kSeparate));
-  cs.push_back(make(kBF16, 2, 32, 1500, 8, 8, 128, false, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 2, 32, 4500, 8, 8, 128, false, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 33, 1500, 8, 8, 128, true));
   return cs;
 }

@@ -649,3 +649,44 @@ TEST(Decode, LongestQueryOnTheDecodePathFollowsThePacking) {
   EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqUnpacked) << "a group above the tile";
   static_assert(sm90::kDecodeMaxSqUnpacked < sm90::kDecodeMaxSqPacked);
 }
+
+// Within decode_max_seqlen_q the decode path is taken where GQA packing
+// at least halves the K/V streams (any S_k), with two chunks where it saves
+// fewer, or else where the split pays at every batch size (S_q = 1 from two
+// chunks; S_q > 1 from S_k 4096): the shapes
+// measured in docs/perf-log.md, session 35. Never the batch.
+TEST(Decode, PathTakenWherePackingOrSplitPays) {
+  constexpr int BM = 64, BN = 128;
+  auto shape = [](int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
+    ForwardArgs a{};
+    a.batch = B, a.seqlen_q = sq, a.seqlen_k = sk, a.heads_q = hq, a.heads_kv = hkv, a.kv_group = hq / hkv;
+    return a;
+  };
+  auto decode = [](const ForwardArgs& a) { return sm90::takes_decode_path(a, BM, BN, true); };
+  // Streams at least halved: S_q 1-32 with a group of 4, any S_k (S_q 16
+  // S_k 64: 1.7x); S_q 33-48 (3 tiles for 4) from two chunks.
+  EXPECT_TRUE(decode(shape(32, 16, 32, 8, 64)));
+  EXPECT_TRUE(decode(shape(32, 1, 32, 8, 64)));
+  EXPECT_TRUE(decode(shape(8, 32, 32, 8, 64)));
+  EXPECT_FALSE(decode(shape(32, 48, 32, 8, 256))) << "3 tiles for 4, one chunk";
+  EXPECT_TRUE(decode(shape(32, 40, 32, 8, 1024))) << "3 tiles for 4, two chunks";
+  EXPECT_TRUE(decode(shape(2, 9, 64, 1, 100))) << "MQA: 9 x 64 rows in 9 tiles, not 64";
+  // Group 4 at S_q 64: 256 rows in 4 tiles, as the four heads alone -- the
+  // split must pay: not at S_k 64-2048, from 4096 on.
+  for (int32_t sk : {64, 256, 1024, 2048}) EXPECT_FALSE(decode(shape(8, 64, 32, 8, sk))) << sk;
+  EXPECT_TRUE(decode(shape(8, 64, 32, 8, 4096)));
+  EXPECT_FALSE(decode(shape(8, 49, 32, 8, 1024))) << "196 rows: 4 tiles";
+  // MHA: S_q 1 from two chunks (S_k > 4 key tiles), S_q 32 from S_k 4096.
+  EXPECT_FALSE(decode(shape(8, 1, 32, 32, 512)));
+  EXPECT_TRUE(decode(shape(8, 1, 32, 32, 513)));
+  EXPECT_FALSE(decode(shape(8, 32, 32, 32, 4095)));
+  EXPECT_TRUE(decode(shape(8, 32, 32, 32, 4096)));
+  EXPECT_FALSE(decode(shape(8, 33, 32, 32, 8192))) << "above decode_max_seqlen_q unpacked";
+  // Packing off: group 4 at S_q 16 shares nothing.
+  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 16, 32, 8, 1024), BM, BN, false));
+  // The batch never enters.
+  for (int32_t B : {1, 7, 4096})
+    for (int32_t sk : {64, 1024, 4096, 33000})
+      for (int32_t sq : {1, 8, 32, 64})
+        EXPECT_EQ(decode(shape(B, sq, 32, 8, sk)), decode(shape(1, sq, 32, 8, sk))) << B << " " << sq << " " << sk;
+}

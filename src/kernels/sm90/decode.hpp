@@ -52,7 +52,8 @@ inline bool packs_query_rows(int32_t kv_group, int block_m) {
   return kv_group > 1 && (kv_group & (kv_group - 1)) == 0 && block_m % kv_group == 0;
 }
 
-// The longest S_q that takes the decode path, from the public shape only
+// The longest S_q that may take the decode path (takes_decode_path below
+// decides within it), from the public shape only
 // -- never the batch, so that a sequence's bits do not depend on what it
 // is batched with (threat model G5). Measured against the dense kernels in
 // one run (docs/perf-log.md, session 34; H200, fp16, S_k 4096-8192): with
@@ -95,6 +96,46 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
   p.split_key_tiles = static_cast<int32_t>(per_chunk);
   p.splits = static_cast<int32_t>((key_tiles + per_chunk - 1) / per_chunk);
   return p;
+}
+
+// Whether a shape within decode_max_seqlen_q takes the decode path (the
+// launcher's choice unless DHP_SM90_DECODE_MAX_SQ forces one). Public
+// shape only, never the batch (G5). The decode path pays for its fp32
+// partials and the combine kernel in two ways:
+//  * GQA packing shares K/V streams: the packed rows fill fewer decode
+//    tiles than the group's heads would alone. Where it at least halves
+//    them (S_q 1-32 with a group of 4) it is taken at any S_k: S_q 16 S_k
+//    64-128 was 1.6-1.7x faster than the dense kernels at B32, S_q 8 S_k
+//    512 B32 2.4x, S_q 32 S_k 256 B8 level. A smaller saving needs two
+//    chunks as well: S_q 48 S_k 256 B32 (one chunk, 3 tiles for 4) was
+//    18 % slower, S_q 40 S_k 1024 B32 (two chunks) 9 % faster.
+//  * otherwise only the split adds work units, which helps when the batch
+//    leaves SMs idle and costs the partials' round trip when it does not;
+//    it has to pay at every batch size. With one chunk (S_k <= 4 key
+//    tiles) it cannot help: S_q = S_k = 64 B8 14.7 vs 9.1 us dense. At
+//    S_q > 1 it paid from S_k 4096 (S_q 64 group 4: B8 110 vs 118 us, B32
+//    435 vs 466) and lost below (S_k 1024-2048: B8 / B32 8-22 % slower,
+//    B1 23 % faster; MHA S_q 32 S_k 1024 B8 19 % slower). At S_q = 1 the
+//    partials are one row per head: taken from two chunks (MHA S_k 2048:
+//    B1 14.2 vs 27.6 us, B8 4 % slower, the combine's launch).
+// docs/perf-log.md, session 35 (H200, fp16, D 128 and 256).
+constexpr int32_t kDecodeMinKeysUnshared = 4096;
+struct QueryTilesPerKvHead {
+  int64_t packed = 0, own = 0;  // decode tiles with the group packed; the group's heads alone
+};
+inline QueryTilesPerKvHead query_tiles_per_kv_head(const kernels::ForwardArgs& a, int block_m, bool pack_sq) {
+  const int32_t pack = a.seqlen_q == 1 || (pack_sq && packs_query_rows(a.kv_group, block_m)) ? a.kv_group : 1;
+  QueryTilesPerKvHead t;
+  t.packed = (static_cast<int64_t>(a.seqlen_q) * pack + block_m - 1) / block_m;
+  t.own = pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
+  return t;
+}
+inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
+  if (a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq)) return false;
+  const QueryTilesPerKvHead t = query_tiles_per_kv_head(a, block_m, pack_sq);
+  if (2 * t.packed <= t.own) return true;
+  if (decode_plan(a, block_m, block_n, 0, pack_sq).splits < 2) return false;
+  return t.packed < t.own || a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared;
 }
 
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and

@@ -385,9 +385,10 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
 // falls back to 64 with secret lengths).
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
-  // Decoding (S_q up to decode_max_seqlen_q: 32, or 64 with GQA packed;
-  // DHP_SM90_DECODE_MAX_SQ=N forces N, 0: never): the decode path
-  // (decode.hpp). Public shape only, never the batch. Not at
+  // Decoding (S_q up to decode_max_seqlen_q: 32, or 64 with GQA packed,
+  // where takes_decode_path finds that the packing or the split pays;
+  // DHP_SM90_DECODE_MAX_SQ=N forces every S_q <= N onto it, 0: never): the
+  // decode path (decode.hpp). Public shape only, never the batch. Not at
   // D = 64 unless DHP_SM90_DECODE_D64=1: there gate 1 found a hardware
   // instruction count (smsp__thread_inst_executed_pred_on) 160 lower for
   // the nan-inf-rows input class than for the others, in every repeat, with
@@ -397,10 +398,11 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   static const char* decode_env = std::getenv("DHP_SM90_DECODE_MAX_SQ");
   static const char* d64_env = std::getenv("DHP_SM90_DECODE_D64");
   using Decode = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>;
-  const int decode_max_sq = decode_env != nullptr ? std::atoi(decode_env)
-                                                  : decode_max_seqlen_q(a, Decode::kBlockM, decode_packs_sq<Decode>());
+  const bool decode_shape = decode_env != nullptr
+                                ? a.seqlen_q <= std::atoi(decode_env)
+                                : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>());
   const bool decode_here = D != 64 || (d64_env != nullptr && std::strcmp(d64_env, "1") == 0);
-  if (a.seqlen_q <= decode_max_sq && decode_here) return launch_decode<Decode>(a, s);
+  if (decode_shape && decode_here) return launch_decode<Decode>(a, s);
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
