@@ -273,8 +273,11 @@ TEST(ForwardLengths, AllZeroAndAllFull) {
       d.lens_k = {0, 2100, 1, 2049, 2100, 2099};
       expect_pass(d);
     }
-  // A few query rows (S_q 7 and 40, the decode path; packed rows
-  // s q_pack + g, over several tiles at 40): query lengths 0, 1, S_q and
+  // A few query rows (S_q 7 and 40, the decode path -- but for D 256 at
+  // S_q 40, where takes_decode_path finds the partials too large and the
+  // dense kernels take it, the decode path in decode-run.sh's
+  // decode-everywhere suite; packed rows s q_pack + g, over several tiles
+  // at 40): query lengths 0, 1, S_q and
   // beyond, a key length shorter than the query length (causal: the first
   // rows see nothing), 0 and S_k; every length class in one batch.
   for (DType dt : {DType::kFloat16, DType::kBFloat16})

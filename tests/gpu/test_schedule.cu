@@ -651,8 +651,8 @@ TEST(Decode, LongestQueryOnTheDecodePathFollowsThePacking) {
 }
 
 // Within decode_max_seqlen_q the decode path is taken where GQA packing
-// at least halves the K/V streams (any S_k), with two chunks where it saves
-// fewer, or else where the split pays at every batch size (S_q = 1 from two
+// at least halves the K/V streams (any S_k), with two chunks and partials
+// no larger than K and V where it saves fewer, or else where the split pays at every batch size (S_q = 1 from two
 // chunks; S_q > 1 from S_k 4096): the shapes
 // measured in docs/perf-log.md, session 35. Never the batch.
 TEST(Decode, PathTakenWherePackingOrSplitPays) {
@@ -669,7 +669,9 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
   EXPECT_TRUE(decode(shape(32, 1, 32, 8, 64)));
   EXPECT_TRUE(decode(shape(8, 32, 32, 8, 64)));
   EXPECT_FALSE(decode(shape(32, 48, 32, 8, 256))) << "3 tiles for 4, one chunk";
-  EXPECT_TRUE(decode(shape(32, 40, 32, 8, 1024))) << "3 tiles for 4, two chunks";
+  EXPECT_TRUE(decode(shape(32, 40, 32, 8, 1024))) << "3 tiles for 4, two chunks, partials 0.63x K and V";
+  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 48, 32, 8, 512), BM, 80, true))
+      << "D256 tiles: two chunks, partials 1.5x K and V";
   EXPECT_TRUE(decode(shape(2, 9, 64, 1, 100))) << "MQA: 9 x 64 rows in 9 tiles, not 64";
   // Group 4 at S_q 64: 256 rows in 4 tiles, as the four heads alone -- the
   // split must pay: not at S_k 64-2048, from 4096 on.

@@ -1,6 +1,7 @@
 // The Hopper decode path: few query rows against a long key sequence (an
 // LLM generating one token, S_q = 1, or checking a few drafted ones, S_q
-// up to 32 or 64: decode_max_seqlen_q below). Host-only and pure, so that
+// up to 32 or 64: decode_max_seqlen_q below; where it pays:
+// takes_decode_path). Host-only and pure, so that
 // the CPU tests can check what a shape gets.
 //
 // Why a path of its own: the dense kernel's work unit is a query tile (one
@@ -106,9 +107,12 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 //    tiles than the group's heads would alone. Where it at least halves
 //    them (S_q 1-32 with a group of 4) it is taken at any S_k: S_q 16 S_k
 //    64-128 was 1.6-1.7x faster than the dense kernels at B32, S_q 8 S_k
-//    512 B32 2.4x, S_q 32 S_k 256 B8 level. A smaller saving needs two
-//    chunks as well: S_q 48 S_k 256 B32 (one chunk, 3 tiles for 4) was
-//    18 % slower, S_q 40 S_k 1024 B32 (two chunks) 9 % faster.
+//    512 B32 2.4x, S_q 32 S_k 256 B8 level; D 256 S_q 32 S_k 256 B32 1.25x.
+//    A smaller saving also needs two chunks whose fp32 partials (written
+//    and read: 8 S_q g D bytes per kv head and chunk) are no more bytes
+//    than K and V (4 S_k D): S_q 48 S_k 256 B32 (one chunk, 3 tiles for 4)
+//    was 18 % slower, D 256 S_q 48 S_k 512 B8 (two chunks, partials 1.5x
+//    K and V) 10 % slower, S_q 40 S_k 1024 B32 (0.63x) 9-15 % faster.
 //  * otherwise only the split adds work units, which helps when the batch
 //    leaves SMs idle and costs the partials' round trip when it does not;
 //    it has to pay at every batch size. With one chunk (S_k <= 4 key
@@ -117,7 +121,8 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 //    435 vs 466) and lost below (S_k 1024-2048: B8 / B32 8-22 % slower,
 //    B1 23 % faster; MHA S_q 32 S_k 1024 B8 19 % slower). At S_q = 1 the
 //    partials are one row per head: taken from two chunks (MHA S_k 2048:
-//    B1 14.2 vs 27.6 us, B8 4 % slower, the combine's launch).
+//    B1 14.2 vs 27.6 us, B8 4 % slower, the combine's launch; D 256 S_k
+//    1024 B8 7 % slower, S_k 4096 B1 39.3 vs 88.2, B8 5 % faster).
 // docs/perf-log.md, session 35 (H200, fp16, D 128 and 256).
 constexpr int32_t kDecodeMinKeysUnshared = 4096;
 struct QueryTilesPerKvHead {
@@ -134,8 +139,11 @@ inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int bl
   if (a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq)) return false;
   const QueryTilesPerKvHead t = query_tiles_per_kv_head(a, block_m, pack_sq);
   if (2 * t.packed <= t.own) return true;
-  if (decode_plan(a, block_m, block_n, 0, pack_sq).splits < 2) return false;
-  return t.packed < t.own || a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared;
+  const int32_t splits = decode_plan(a, block_m, block_n, 0, pack_sq).splits;
+  if (splits < 2) return false;
+  if (a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared) return true;
+  const int64_t pack = t.own / ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
+  return t.packed < t.own && 2 * static_cast<int64_t>(a.seqlen_q) * pack * splits <= a.seqlen_k;
 }
 
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and
