@@ -213,8 +213,8 @@ std::vector<Case> all_cases() {
   // position per 64-row block), 2 (BHSD, secret L_q at S_q 5; 128 rows at
   // S_q 64, no lengths), 8 at D = 64 (dense unless DHP_SM90_DECODE_D64=1);
   // a group of 6 stays unpacked (decode at S_q 3, dense at 64); MHA decode
-  // at S_q 32, dense at 33. (The S_q 17 cases above take the decode path
-  // too; scripts/decode-run.sh runs the suite again with it off, so that
+  // at S_q 32, dense at 33. (The GQA S_q 17 cases above take the decode
+  // path too; scripts/decode-run.sh runs the suite again with it off, so that
   // the dense kernels keep their small-S_q coverage.)
   cs.push_back(make(kF16, 3, 7, 3000, 32, 8, 128, true, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 9, 1500, 64, 1, 128, true));
@@ -273,11 +273,8 @@ TEST(ForwardLengths, AllZeroAndAllFull) {
       d.lens_k = {0, 2100, 1, 2049, 2100, 2099};
       expect_pass(d);
     }
-  // A few query rows (S_q 7 and 40, the decode path -- but for D 256 at
-  // S_q 40, where takes_decode_path finds the partials too large and the
-  // dense kernels take it, the decode path in decode-run.sh's
-  // decode-everywhere suite; packed rows s q_pack + g, over several tiles
-  // at 40): query lengths 0, 1, S_q and
+  // A few query rows (S_q 7 and 40, the decode path; packed rows
+  // s q_pack + g, over several tiles at 40): query lengths 0, 1, S_q and
   // beyond, a key length shorter than the query length (causal: the first
   // rows see nothing), 0 and S_k; every length class in one batch.
   for (DType dt : {DType::kFloat16, DType::kBFloat16})

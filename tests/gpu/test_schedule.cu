@@ -671,7 +671,7 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
   EXPECT_FALSE(decode(shape(32, 48, 32, 8, 256))) << "3 tiles for 4, one chunk";
   EXPECT_TRUE(decode(shape(32, 40, 32, 8, 1024))) << "3 tiles for 4, two chunks, partials 0.63x K and V";
   EXPECT_FALSE(sm90::takes_decode_path(shape(8, 48, 32, 8, 512), BM, 80, true))
-      << "D256 tiles: two chunks, partials 1.5x K and V";
+      << "D256 tiles: two chunks of 320 keys, partials 1.2x their K and V";
   EXPECT_TRUE(decode(shape(2, 9, 64, 1, 100))) << "MQA: 9 x 64 rows in 9 tiles, not 64";
   // Group 4 at S_q 64: 256 rows in 4 tiles, as the four heads alone -- the
   // split must pay: not at S_k 64-2048, from 4096 on.
@@ -686,6 +686,21 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
   EXPECT_FALSE(decode(shape(8, 33, 32, 32, 8192))) << "above decode_max_seqlen_q unpacked";
   // Packing off: group 4 at S_q 16 shares nothing.
   EXPECT_FALSE(sm90::takes_decode_path(shape(8, 16, 32, 8, 1024), BM, BN, false));
+  // Along S_k the answer changes at most once, from dense to decode (the
+  // partials are judged per chunk, whose length never shrinks as S_k grows).
+  for (int bn : {128, 80})
+    for (int32_t hkv : {32, 16, 8, 4, 2})
+      for (int32_t sq : {1, 2, 8, 17, 32, 33, 40, 48, 56, 64}) {
+        bool was = false;
+        int changes = 0;
+        for (int32_t sk = 1; sk <= 9000; ++sk) {
+          const bool now = sm90::takes_decode_path(shape(1, sq, 32, hkv, sk), BM, bn, true);
+          changes += now != was && sk > 1;
+          EXPECT_FALSE(was && !now) << "decode to dense at S_k " << sk << ", S_q " << sq << ", 32/" << hkv;
+          was = now;
+        }
+        EXPECT_LE(changes, 1) << "S_q " << sq << ", 32/" << hkv << ", " << bn << "-key tiles";
+      }
   // The batch never enters.
   for (int32_t B : {1, 7, 4096})
     for (int32_t sk : {64, 1024, 4096, 33000})

@@ -106,44 +106,51 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 //  * GQA packing shares K/V streams: the packed rows fill fewer decode
 //    tiles than the group's heads would alone. Where it at least halves
 //    them (S_q 1-32 with a group of 4) it is taken at any S_k: S_q 16 S_k
-//    64-128 was 1.6-1.7x faster than the dense kernels at B32, S_q 8 S_k
+//    64-128 was 1.5-1.7x faster than the dense kernels at B32, S_q 8 S_k
 //    512 B32 2.4x, S_q 32 S_k 256 B8 level; D 256 S_q 32 S_k 256 B32 1.25x.
-//    A smaller saving also needs two chunks whose fp32 partials (written
-//    and read: 8 S_q g D bytes per kv head and chunk) are no more bytes
-//    than K and V (4 S_k D): S_q 48 S_k 256 B32 (one chunk, 3 tiles for 4)
-//    was 18 % slower, D 256 S_q 48 S_k 512 B8 (two chunks, partials 1.5x
-//    K and V) 10 % slower, S_q 40 S_k 1024 B32 (0.63x) 9-15 % faster.
+//    A smaller saving also needs two chunks, each with fp32 partials
+//    (written and read: 8 S_q g D bytes per kv head) no larger than its
+//    K and V (4 D bytes per key): S_q 48 S_k 256 B32 (one chunk, 3 tiles
+//    for 4) was 18 % slower, D 256 S_q 48 S_k 512 B8 (two chunks of 320
+//    keys, partials 1.2x) 10 % slower, S_q 40 S_k 1024 B32 (two of 512,
+//    0.63x) 9-15 % faster.
 //  * otherwise only the split adds work units, which helps when the batch
 //    leaves SMs idle and costs the partials' round trip when it does not;
 //    it has to pay at every batch size. With one chunk (S_k <= 4 key
 //    tiles) it cannot help: S_q = S_k = 64 B8 14.7 vs 9.1 us dense. At
 //    S_q > 1 it paid from S_k 4096 (S_q 64 group 4: B8 110 vs 118 us, B32
-//    435 vs 466) and lost below (S_k 1024-2048: B8 / B32 8-22 % slower,
+//    435 vs 466) and lost below (S_k 1024-2048: B8 / B32 7-22 % slower,
 //    B1 23 % faster; MHA S_q 32 S_k 1024 B8 19 % slower). At S_q = 1 the
 //    partials are one row per head: taken from two chunks (MHA S_k 2048:
 //    B1 14.2 vs 27.6 us, B8 4 % slower, the combine's launch; D 256 S_k
-//    1024 B8 7 % slower, S_k 4096 B1 39.3 vs 88.2, B8 5 % faster).
+//    1024 B8 8 % slower, S_k 4096 B1 39.3 vs 88.2, B8 5 % faster).
 // docs/perf-log.md, session 35 (H200, fp16, D 128 and 256).
 constexpr int32_t kDecodeMinKeysUnshared = 4096;
 struct QueryTilesPerKvHead {
+  int32_t pack = 1;             // query heads packed as rows (decode_plan's q_pack)
   int64_t packed = 0, own = 0;  // decode tiles with the group packed; the group's heads alone
 };
 inline QueryTilesPerKvHead query_tiles_per_kv_head(const kernels::ForwardArgs& a, int block_m, bool pack_sq) {
-  const int32_t pack = a.seqlen_q == 1 || (pack_sq && packs_query_rows(a.kv_group, block_m)) ? a.kv_group : 1;
   QueryTilesPerKvHead t;
-  t.packed = (static_cast<int64_t>(a.seqlen_q) * pack + block_m - 1) / block_m;
-  t.own = pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
+  t.pack = a.seqlen_q == 1 || (pack_sq && packs_query_rows(a.kv_group, block_m)) ? a.kv_group : 1;
+  t.packed = (static_cast<int64_t>(a.seqlen_q) * t.pack + block_m - 1) / block_m;
+  t.own = t.pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
   return t;
 }
+// The partials' test is per chunk (2 S_q g against the chunk's keys), not
+// per call: the chunk length never shrinks as S_k grows, so the answer
+// changes once along S_k instead of flipping with the rounding of the
+// chunk count. The rule judges the default chunking (DHP_SM90_DECODE_CHUNK
+// is an A/B knob of the launcher, not seen here).
 inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
-  if (a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq)) return false;
+  if (a.seqlen_q < 1 || a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq)) return false;
   const QueryTilesPerKvHead t = query_tiles_per_kv_head(a, block_m, pack_sq);
   if (2 * t.packed <= t.own) return true;
-  const int32_t splits = decode_plan(a, block_m, block_n, 0, pack_sq).splits;
-  if (splits < 2) return false;
+  const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq);
+  if (p.splits < 2) return false;
   if (a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared) return true;
-  const int64_t pack = t.own / ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
-  return t.packed < t.own && 2 * static_cast<int64_t>(a.seqlen_q) * pack * splits <= a.seqlen_k;
+  const int64_t chunk_keys = static_cast<int64_t>(p.split_key_tiles) * block_n;
+  return t.packed < t.own && 2 * static_cast<int64_t>(a.seqlen_q) * t.pack <= chunk_keys;
 }
 
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and
