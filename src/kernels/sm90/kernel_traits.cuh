@@ -91,6 +91,15 @@
 #ifndef DHP_SM90_PACKED_ROWS
 #define DHP_SM90_PACKED_ROWS 1
 #endif
+// Dense 64-row tiles (one consumer warpgroup) for S_q <= 64 at D = 128 and
+// 256, where a 128-row tile computes at least half padding rows
+// (launch.cuh). Not measured yet: off by default, so the shipped build
+// and its audit do not change; DHP_SM90_DENSE_64ROWS=1 builds the kernels,
+// and the run-time variable of the same name, set to 0, turns them off
+// again for an A/B within one build (docs/perf-log.md, session 35).
+#ifndef DHP_SM90_DENSE_64ROWS
+#define DHP_SM90_DENSE_64ROWS 0
+#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -195,9 +204,13 @@ struct Sm90Traits {
   // One GEMM in flight (kOneGemm): 128 x 24 + 256 x 240 = 64 512, the
   // launch's 168 x 384.
   static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kOneGemm ? 24 : DHP_SM90_PRODUCER_REGS;
-  // The decode kernel's one consumer warpgroup takes all it may (the D = 256
-  // kernel with lengths spilled 40 bytes at 232).
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : kOneGemm ? 240 : DECODE_ ? 256 : DHP_SM90_CONSUMER_REGS;
+  // The one consumer warpgroup of the decode kernel and of the dense 64-row
+  // D = 128 / 256 kernels takes all it may (the D = 256 decode kernel with
+  // lengths spilled 40 bytes at 232). The 64-row D = 64 kernel keeps 232.
+  static constexpr int kConsumerRegs = kConsumers == 3                   ? 160
+                                       : kOneGemm                        ? 240
+                                       : DECODE_ || (NC_ == 1 && D != 64) ? 256
+                                                                          : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
   // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
   // so the producer loads the next tile's Q -- and, behind it, that tile's

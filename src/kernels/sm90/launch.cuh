@@ -404,6 +404,15 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   const bool decode_here = D != 64 || (d64_env != nullptr && std::strcmp(d64_env, "1") == 0);
   if (decode_shape && decode_here) return launch_decode<Decode>(a, s);
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
+#if DHP_SM90_DENSE_64ROWS
+  // Dense 64-row tiles where S_q <= 64 (D = 128 / 256; kernel_traits.cuh):
+  // S_q is public and batch-free. Built on request, not measured yet.
+  if constexpr (D != 64) {
+    static const char* rows64_env = std::getenv("DHP_SM90_DENSE_64ROWS");
+    if (a.seqlen_q <= 64 && (rows64_env == nullptr || std::atoi(rows64_env) != 0))
+      return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
+  }
+#endif
   if constexpr (D == 64) {
     static const char* rows_env = std::getenv("DHP_SM90_D64_ROWS");
     int rows = d64_tile_rows(shape, LENGTHS, sm_count(), DHP_SM90_HALF_ROWS != 0);  // tile_shape.hpp
