@@ -126,31 +126,24 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 //    1024 B8 8 % slower, S_k 4096 B1 39.3 vs 88.2, B8 5 % faster).
 // docs/perf-log.md, session 35 (H200, fp16, D 128 and 256).
 constexpr int32_t kDecodeMinKeysUnshared = 4096;
-struct QueryTilesPerKvHead {
-  int32_t pack = 1;             // query heads packed as rows (decode_plan's q_pack)
-  int64_t packed = 0, own = 0;  // decode tiles with the group packed; the group's heads alone
-};
-inline QueryTilesPerKvHead query_tiles_per_kv_head(const kernels::ForwardArgs& a, int block_m, bool pack_sq) {
-  QueryTilesPerKvHead t;
-  t.pack = a.seqlen_q == 1 || (pack_sq && packs_query_rows(a.kv_group, block_m)) ? a.kv_group : 1;
-  t.packed = (static_cast<int64_t>(a.seqlen_q) * t.pack + block_m - 1) / block_m;
-  t.own = t.pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
-  return t;
-}
-// The partials' test is per chunk (2 S_q g against the chunk's keys), not
-// per call: the chunk length never shrinks as S_k grows, so the answer
-// changes once along S_k instead of flipping with the rounding of the
-// chunk count. The rule judges the default chunking (DHP_SM90_DECODE_CHUNK
-// is an A/B knob of the launcher, not seen here).
+// The packing is decode_plan's (q_pack): the packed rows fill
+// ceil(S_q q_pack / block_m) tiles per kv head, the q_pack heads alone
+// q_pack ceil(S_q / block_m). The partials' test is per chunk (2 S_q q_pack
+// against the chunk's keys), not per call: the chunk length never shrinks
+// as S_k grows, so the answer changes once along S_k instead of flipping
+// with the rounding of the chunk count. The rule judges the default
+// chunking (DHP_SM90_DECODE_CHUNK is an A/B knob of the launcher, not seen
+// here).
 inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
   if (a.seqlen_q < 1 || a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq)) return false;
-  const QueryTilesPerKvHead t = query_tiles_per_kv_head(a, block_m, pack_sq);
-  if (2 * t.packed <= t.own) return true;
   const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq);
+  const int64_t packed_tiles = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
+  const int64_t own_tiles = p.q_pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
+  if (2 * packed_tiles <= own_tiles) return true;
   if (p.splits < 2) return false;
   if (a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared) return true;
   const int64_t chunk_keys = static_cast<int64_t>(p.split_key_tiles) * block_n;
-  return t.packed < t.own && 2 * static_cast<int64_t>(a.seqlen_q) * t.pack <= chunk_keys;
+  return packed_tiles < own_tiles && 2 * static_cast<int64_t>(p.rows) <= chunk_keys;
 }
 
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and

@@ -408,9 +408,10 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   // Dense 64-row tiles where S_q <= 64 (D = 128 / 256; kernel_traits.cuh):
   // S_q is public and batch-free. Built on request, not measured yet.
   if constexpr (D != 64) {
+    using Rows64 = Sm90Traits<T, D, LENGTHS, 1>;
     static const char* rows64_env = std::getenv("DHP_SM90_DENSE_64ROWS");
-    if (a.seqlen_q <= 64 && (rows64_env == nullptr || std::atoi(rows64_env) != 0))
-      return launch_forward<Sm90Traits<T, D, LENGTHS, 1>>(a, s);
+    if (a.seqlen_q <= Rows64::kBlockM && (rows64_env == nullptr || std::atoi(rows64_env) != 0))
+      return launch_forward<Rows64>(a, s);
   }
 #endif
   if constexpr (D == 64) {
