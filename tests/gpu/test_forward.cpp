@@ -206,8 +206,9 @@ std::vector<Case> all_cases() {
   }
   // A few query rows against a long key range (checking drafted tokens,
   // S_q 2-64): the decode path up to decode_max_seqlen_q (decode.hpp: 64
-  // packed, 32 not; takes_decode_path: without shared K/V streams only from
-  // S_k 4096, hence the long key ranges below), causal kept (bottom-right: row s sees keys <= s + L_k
+  // packed, 32 not; takes_decode_path: where the packing saves fewer than
+  // half the tiles, as at S_q 40 and 64, only from S_k 4096, hence the long
+  // key ranges below), causal kept (bottom-right: row s sees keys <= s + L_k
   // - L_q); the power-of-two groups packed as rows s q_pack + g: 4 (28
   // rows; 160 rows in three 64-row tiles, the last partial), 64 (MQA: one
   // position per 64-row block), 2 (BHSD, secret L_q at S_q 5; 128 rows at
@@ -222,7 +223,7 @@ std::vector<Case> all_cases() {
   cs.push_back(make(kBF16, 2, 16, 999, 8, 1, 64, true, Lengths::kOnlyK, Layout::kPadded));
   cs.push_back(make(kBF16, 3, 3, 4100, 24, 4, 128, true, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 12, 777, 8, 2, 256, false, Lengths::kSeparate));
-  cs.push_back(make(kF16, 3, 40, 3000, 32, 8, 128, true, Lengths::kSeparate));
+  cs.push_back(make(kF16, 3, 40, 4100, 32, 8, 128, true, Lengths::kSeparate));
   cs.push_back(make(kBF16, 2, 64, 4200, 16, 8, 256, true, Lengths::kNone, Layout::kBHSD));
   cs.push_back(make(kF16, 2, 64, 1000, 12, 2, 128, true, Lengths::kSeparate));
   cs.push_back(make(kBF16, 2, 32, 4500, 8, 8, 128, false, Lengths::kSeparate));
@@ -274,14 +275,16 @@ TEST(ForwardLengths, AllZeroAndAllFull) {
       expect_pass(d);
     }
   // A few query rows (S_q 7 and 40, the decode path; packed rows
-  // s q_pack + g, over several tiles at 40): query lengths 0, 1, S_q and
+  // s q_pack + g, over several tiles at 40, which takes the decode path
+  // from S_k 4096: takes_decode_path): query lengths 0, 1, S_q and
   // beyond, a key length shorter than the query length (causal: the first
   // rows see nothing), 0 and S_k; every length class in one batch.
   for (DType dt : {DType::kFloat16, DType::kBFloat16})
     for (int64_t sq : {7, 40}) {
-      Case e = make(dt, 6, sq, 1500, 16, 4, dt == DType::kFloat16 ? 128 : 256, true, Lengths::kSeparate);
+      const int32_t sk = sq == 7 ? 1500 : 4100;
+      Case e = make(dt, 6, sq, sk, 16, 4, dt == DType::kFloat16 ? 128 : 256, true, Lengths::kSeparate);
       e.lens_q = {0, 1, int32_t(sq), 3, 100, int32_t(sq)};
-      e.lens_k = {1500, 0, 4, 1500, 1, 1029};
+      e.lens_k = {sk, 0, 4, sk, 1, 1029};
       expect_pass(e);
     }
 }

@@ -405,11 +405,15 @@ int run_sanitize() {
       {DType::kBFloat16, 3, 4, 4, 1, 333, 256, false, LengthMode::kNone, true},
       // S_q > 1 on the decode path (decode.hpp, decode_max_seqlen_q), the
       // causal mask kept: GQA packed as rows s q_pack + g (28 rows; 160
-      // rows in three tiles, the last one partial); MHA unpacked (from S_k
-      // 4096 only: takes_decode_path).
+      // rows in three tiles, the last one partial) and MHA unpacked, these
+      // two from S_k 4096 only (takes_decode_path).
       {DType::kFloat16, 2, 8, 2, 7, 900, 128, true, LengthMode::kSeparate, true},
-      {DType::kFloat16, 2, 8, 2, 40, 700, 128, true, LengthMode::kSeparate, true},
+      {DType::kFloat16, 2, 8, 2, 40, 4200, 128, true, LengthMode::kSeparate, true},
       {DType::kBFloat16, 1, 4, 4, 16, 4200, 256, true, LengthMode::kNone, true},
+      // Dense 64-row tiles (S_q <= 64 at D128 / D256, launch.cuh), MHA so
+      // that the decode path does not take them: more tiles than SMs at D128.
+      {DType::kBFloat16, 3, 50, 50, 50, 300, 128, true, LengthMode::kSeparate, true},
+      {DType::kFloat16, 2, 2, 2, 64, 200, 256, false, LengthMode::kShared, true},
       // V's copy beside the attention (sm90 padding_scrub.hpp): 136 tiles on
       // 68 CTAs, the copy engine's ring, the counters and their waits.
       {DType::kFloat16, 4, 34, 34, 128, 700, 128, false, LengthMode::kSeparate, true},

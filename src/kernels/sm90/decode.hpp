@@ -101,39 +101,39 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 
 // Whether a shape within decode_max_seqlen_q takes the decode path (the
 // launcher's choice unless DHP_SM90_DECODE_MAX_SQ forces one). Public
-// shape only, never the batch (G5). The decode path pays for its fp32
-// partials and the combine kernel in two ways:
+// shape only, never the batch (G5). The dense kernels it is weighed
+// against run 64-row tiles at S_q <= 64 (launch.cuh), the decode kernel's
+// height, so the decode path gains only in two ways, and pays for its fp32
+// partials and the combine kernel:
 //  * GQA packing shares K/V streams: the packed rows fill fewer decode
 //    tiles than the group's heads would alone. Where it at least halves
-//    them (S_q 1-32 with a group of 4) it is taken at any S_k: S_q 16 S_k
-//    64-128 was 1.5-1.7x faster than the dense kernels at B32, S_q 8 S_k
-//    512 B32 2.4x, S_q 32 S_k 256 B8 level; D 256 S_q 32 S_k 256 B32 1.25x.
-//    A smaller saving also needs two chunks, each with fp32 partials
-//    (written and read: 8 S_q g D bytes per kv head) no larger than its
-//    K and V (4 D bytes per key): S_q 48 S_k 256 B32 (one chunk, 3 tiles
-//    for 4) was 18 % slower, D 256 S_q 48 S_k 512 B8 (two chunks of 320
-//    keys, partials 1.2x) 10 % slower, S_q 40 S_k 1024 B32 (two of 512,
-//    0.63x) 9-15 % faster.
+//    them (S_q 1-32 with a group of 4) it is taken at any S_k: 0.57-0.94x
+//    the dense kernels' time at B1-B32 (S_q 32 S_k 1024 B32 0.84x, S_q 16
+//    S_k 256 B32 0.76x, S_q 16 S_k 4096 B8 0.57x; D 256 S_q 8 S_k 4096 B8
+//    0.57x).
 //  * otherwise only the split adds work units, which helps when the batch
-//    leaves SMs idle and costs the partials' round trip when it does not;
-//    it has to pay at every batch size. With one chunk (S_k <= 4 key
-//    tiles) it cannot help: S_q = S_k = 64 B8 14.7 vs 9.1 us dense. At
-//    S_q > 1 it paid from S_k 4096 (S_q 64 group 4: B8 110 vs 118 us, B32
-//    435 vs 466) and lost below (S_k 1024-2048: B8 / B32 7-22 % slower,
-//    B1 23 % faster; MHA S_q 32 S_k 1024 B8 19 % slower). At S_q = 1 the
-//    partials are one row per head: taken from two chunks (MHA S_k 2048:
-//    B1 14.2 vs 27.6 us, B8 4 % slower, the combine's launch; D 256 S_k
-//    1024 B8 8 % slower, S_k 4096 B1 39.3 vs 88.2, B8 5 % faster).
-// docs/perf-log.md, session 35 (H200, fp16, D 128 and 256).
+//    leaves SMs idle and costs the partials' round trip when it does not.
+//    With one chunk (S_k <= 4 key tiles) it cannot help. At S_q > 1 it is
+//    taken from S_k 4096, where B1 runs 0.33-0.61x the dense time (group 4
+//    S_q 40-64, MHA S_q 16-32, D 256 S_q 64) at a cost of 5-21 % from B8
+//    on (S_q 64 group 4 S_k 4096 B8 109.4 vs 90.2 us, B32 437.8 vs 361.9;
+//    MHA S_q 32 B8 146.0 vs 133.5): the B1 shapes are 0.5-0.7x FA2 on the
+//    dense kernels, the B8-B32 ones stay above cuDNN on the decode path.
+//    Below S_k 4096 the gain at B1 is small (S_q 40-64 S_k 1024 0.92x) and
+//    the loss from B8 large (1.15-1.53x). At S_q = 1 the partials are one
+//    row per head: taken from two chunks (MHA S_k 2048 B1 0.63x, B8 1.08x;
+//    D 256 S_k 4096 B1 0.55x, S_k 1024 B8 1.13x).
+// docs/perf-log.md, sessions 35-36 (H200, fp16, D 128 and 256). A split
+// that does not change bits with B -- one CTA merging its tile's chunks in
+// the combine's exact order where the batch fills the GPU -- would remove
+// the cost from B8 on; not built (perf-log, session 36).
 constexpr int32_t kDecodeMinKeysUnshared = 4096;
 // The packing is decode_plan's (q_pack): the packed rows fill
 // ceil(S_q q_pack / block_m) tiles per kv head, the q_pack heads alone
-// q_pack ceil(S_q / block_m). The partials' test is per chunk (2 S_q q_pack
-// against the chunk's keys), not per call: the chunk length never shrinks
-// as S_k grows, so the answer changes once along S_k instead of flipping
-// with the rounding of the chunk count. The rule judges the default
-// chunking (DHP_SM90_DECODE_CHUNK is an A/B knob of the launcher, not seen
-// here).
+// q_pack ceil(S_q / block_m). The chunk count grows with S_k and never
+// falls, so the answer changes at most once along S_k. The rule judges the
+// default chunking (DHP_SM90_DECODE_CHUNK is an A/B knob of the launcher,
+// not seen here).
 inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
   if (a.seqlen_q < 1 || a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq)) return false;
   const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq);
@@ -141,9 +141,7 @@ inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int bl
   const int64_t own_tiles = p.q_pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
   if (2 * packed_tiles <= own_tiles) return true;
   if (p.splits < 2) return false;
-  if (a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared) return true;
-  const int64_t chunk_keys = static_cast<int64_t>(p.split_key_tiles) * block_n;
-  return packed_tiles < own_tiles && 2 * static_cast<int64_t>(p.rows) <= chunk_keys;
+  return a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared;
 }
 
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and

@@ -93,12 +93,12 @@
 #endif
 // Dense 64-row tiles (one consumer warpgroup) for S_q <= 64 at D = 128 and
 // 256, where a 128-row tile computes at least half padding rows
-// (launch.cuh). Not measured yet: off by default, so the shipped build
-// and its audit do not change; DHP_SM90_DENSE_64ROWS=1 builds the kernels,
-// and the run-time variable of the same name, set to 0, turns them off
-// again for an A/B within one build (docs/perf-log.md, session 35).
+// (launch.cuh). On by default since session 36 (H200: 1.24-1.33x the
+// 128-row tiles on GQA S_q 64 S_k 1024-2048, docs/perf-log.md);
+// DHP_SM90_DENSE_64ROWS=0 compiles them out, and the run-time variable of
+// the same name, set to 0, turns them off for an A/B within one build.
 #ifndef DHP_SM90_DENSE_64ROWS
-#define DHP_SM90_DENSE_64ROWS 0
+#define DHP_SM90_DENSE_64ROWS 1
 #endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40

@@ -406,7 +406,10 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
 #if DHP_SM90_DENSE_64ROWS
   // Dense 64-row tiles where S_q <= 64 (D = 128 / 256; kernel_traits.cuh):
-  // S_q is public and batch-free. Built on request, not measured yet.
+  // S_q is public and batch-free. Half the tensor work of a 128-row tile
+  // there, which is at least half padding: B8 GQA 32/8 S_q 64 S_k 1024
+  // 23.6 against 29.3 us, B32 95.5 against 127.3 (docs/perf-log.md,
+  // session 36).
   if constexpr (D != 64) {
     using Rows64 = Sm90Traits<T, D, LENGTHS, 1>;
     static const char* rows64_env = std::getenv("DHP_SM90_DENSE_64ROWS");
