@@ -413,7 +413,7 @@ int run_sanitize() {
       // Dense 64-row tiles (S_q <= 64 at D128 / D256, launch.cuh), MHA so
       // that the decode path does not take them: more tiles than SMs at D128.
       {DType::kBFloat16, 3, 50, 50, 50, 300, 128, true, LengthMode::kSeparate, true},
-      {DType::kFloat16, 2, 2, 2, 64, 200, 256, false, LengthMode::kShared, true},
+      {DType::kFloat16, 2, 2, 2, 64, 200, 256, false, LengthMode::kSeparate, true},
       // V's copy beside the attention (sm90 padding_scrub.hpp): 136 tiles on
       // 68 CTAs, the copy engine's ring, the counters and their waits.
       {DType::kFloat16, 4, 34, 34, 128, 700, 128, false, LengthMode::kSeparate, true},
