@@ -163,11 +163,13 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
     timeline::mark(0, 40);
     timeline::tile(0, tc, 0);
     // Public: thread index (kWarpWaits above).
-    // The decode kernels always: at D = 256 lane 0 waiting alone let lanes
-    // 1-31 run ahead of it or not depending on whether its first waits
-    // blocked, and the loop's instruction counts varied between identical
-    // launches (gate 1 per instruction; docs/perf-log.md, session 32).
-    constexpr bool kAllLanesWait = kWarpWaits<Traits::kHeadDim> || Traits::kDecode;
+    // The decode kernels and every one-consumer kernel always: at D = 256
+    // lane 0 waiting alone let lanes 1-31 run ahead of it or not depending
+    // on whether its first waits blocked, and the loop's instruction counts
+    // varied between identical launches (gate 1 per instruction; the decode
+    // kernel in docs/perf-log.md, session 32, the dense 64-row one in
+    // session 36: +0-8 on 256 loop-head executions, B2 H4 S_q 64 S_k 500).
+    constexpr bool kAllLanesWait = kWarpWaits<Traits::kHeadDim> || Traits::kDecode || Traits::kConsumers == 1;
     const bool waits = kAllLanesWait ? ptid < 32 : ptid == 0, issues = ptid == 0;
     if (waits) {
       // Only the issuing thread needs the lengths; loaded before the q_empty
