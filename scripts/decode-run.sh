@@ -4,9 +4,10 @@
 # the decode path, D = 64 included, in one-key-tile chunks: causal masks at S_q > 1 and many
 # chunks per row), then the Python package and scripts/decode-shapes.py with
 # the decode path as shipped, without it (DHP_SM90_DECODE_MAX_SQ=0: the
-# dense kernels, as before), and once per setting in CHUNKS (LABEL=ENV...,
-# e.g. "max64=DHP_SM90_DECODE_MAX_SQ=64"; DECODE_ARGS: extra arguments of
-# decode-shapes.py, e.g. --shape ...).
+# dense kernels, as before), and once per setting in CHUNKS (LABEL=ENV,
+# settings separated by spaces, several variables of one setting by commas,
+# e.g. "max64=DHP_SM90_DECODE_MAX_SQ=64 rows128=DHP_SM90_DENSE_64ROWS=0,DHP_SM90_DECODE_MAX_SQ=0";
+# DECODE_ARGS: extra arguments of decode-shapes.py, e.g. --shape ...).
 # Logs to $OUT; the tables last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_A
   "-C" "cmake.define.CMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" . > "$out/pip.log" 2>&1 ||
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
 for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
-  echo "== ${v%%=*} ${v#*=}"
-  env ${v#*=} python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -11
+  vars="${v#*=}"
+  echo "== ${v%%=*} ${vars//,/ }"
+  env ${vars//,/ } python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -11
 done
