@@ -75,6 +75,11 @@ struct ForwardArgs {
   int32_t q_shift;
   float* o_partial;
   float* lse_partial;
+  // 1: each decode work unit is a whole query tile that merges its chunks
+  // itself, in the combine's order and arithmetic (sm90/decode_local.cuh),
+  // and writes O and lse; no partials, no combine. The launcher's choice
+  // (public: it may follow the batch size, since the bits are the same).
+  int32_t decode_local;
 };
 static_assert(__builtin_offsetof(ForwardArgs, schedule) == 200, "public_pointers.audit names this offset");
 static_assert(__builtin_offsetof(ForwardArgs, v_ready) == 216, "public_pointers.audit names this offset");

@@ -26,6 +26,7 @@ struct Shape {
   DType dt;
   int64_t sk, hq, hkv, d;
   bool causal, lengths;
+  int64_t sq = 1;
 };
 
 struct Out {
@@ -33,22 +34,22 @@ struct Out {
   std::vector<uint32_t> lse;
 };
 
-// One decoding call on BSHD host inputs [B, 1 or S_k, H, D].
+// One decoding call on BSHD host inputs [B, S_q or S_k, H, D]; lse [B, H, S_q].
 Out decode(const Shape& s, int64_t B, const uint16_t* q, const uint16_t* k, const uint16_t* v,
            const std::vector<int32_t>& lens_k) {
-  const int64_t nq = B * s.hq * s.d, nk = B * s.sk * s.hkv * s.d;
+  const int64_t nq = B * s.sq * s.hq * s.d, nk = B * s.sk * s.hkv * s.d, nl = B * s.hq * s.sq;
   void *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr, *dlse = nullptr, *dlk = nullptr;
   EXPECT_EQ(cudaMalloc(&dq, nq * 2), cudaSuccess);
   EXPECT_EQ(cudaMalloc(&dk, nk * 2), cudaSuccess);
   EXPECT_EQ(cudaMalloc(&dv, nk * 2), cudaSuccess);
   EXPECT_EQ(cudaMalloc(&dout, nq * 2), cudaSuccess);
-  EXPECT_EQ(cudaMalloc(&dlse, B * s.hq * 4), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dlse, nl * 4), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(dq, q, nq * 2, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(dk, k, nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(dv, v, nk * 2, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemset(dout, 0xFF, nq * 2), cudaSuccess);  // poison
-  EXPECT_EQ(cudaMemset(dlse, 0xFF, B * s.hq * 4), cudaSuccess);
-  Params p = make_params(s.dt, B, 1, s.sk, s.hq, s.hkv, s.d, dq, dk, dv, dout);
+  EXPECT_EQ(cudaMemset(dlse, 0xFF, nl * 4), cudaSuccess);
+  Params p = make_params(s.dt, B, s.sq, s.sk, s.hq, s.hkv, s.d, dq, dk, dv, dout);
   p.causal = s.causal;
   p.lse = static_cast<float*>(dlse);
   if (s.lengths) {
@@ -61,15 +62,15 @@ Out decode(const Shape& s, int64_t B, const uint16_t* q, const uint16_t* k, cons
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   Out r;
   r.o.resize(nq);
-  r.lse.resize(B * s.hq);
+  r.lse.resize(nl);
   EXPECT_EQ(cudaMemcpy(r.o.data(), dout, nq * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(r.lse.data(), dlse, B * s.hq * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(r.lse.data(), dlse, nl * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   for (void* ptr : {dq, dk, dv, dout, dlse, dlk}) cudaFree(ptr);
   return r;
 }
 
 void expect_alone_equals_in_batch(const Shape& s, int64_t B, int64_t pos) {
-  const int64_t per_q = s.hq * s.d, per_k = s.sk * s.hkv * s.d;
+  const int64_t per_q = s.sq * s.hq * s.d, per_k = s.sk * s.hkv * s.d, per_l = s.hq * s.sq;
   const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -89,7 +90,7 @@ void expect_alone_equals_in_batch(const Shape& s, int64_t B, int64_t pos) {
     o_diff += batch.o[pos * per_q + i] != alone.o[i];
     unwritten += alone.o[i] == 0xFFFF;
   }
-  for (int64_t i = 0; i < s.hq; ++i) lse_diff += batch.lse[pos * s.hq + i] != alone.lse[i];
+  for (int64_t i = 0; i < per_l; ++i) lse_diff += batch.lse[pos * per_l + i] != alone.lse[i];
   EXPECT_EQ(unwritten, 0) << "seed " << seed;
   EXPECT_EQ(o_diff, 0) << "o differs alone vs at position " << pos << " of " << B << " (seed " << seed << ")";
   EXPECT_EQ(lse_diff, 0) << "lse differs alone vs at position " << pos << " of " << B << " (seed " << seed << ")";
@@ -112,6 +113,29 @@ TEST(Decode, SequenceAloneMatchesItInABatchBitwise) {
                  " D " + std::to_string(s.d));
     expect_alone_equals_in_batch(s, 6, 4);
     expect_alone_equals_in_batch(s, 3, 0);
+  }
+}
+
+// Where a batch's query tiles fill the GPU, a DHP_SM90_DECODE_LOCAL build
+// runs merging units (sm90/decode_local.cuh: one per tile, its chunks
+// merged in the unit) and a sequence alone runs split units and the
+// combine: the two must agree bit for bit. Query tiles per sequence: 64 at
+// S_q = 1 (MHA, 64 heads), 32 at S_q 16 packed (GQA 128/32: a 64-row tile
+// per kv head), 24 at S_q 40 packed over three tiles (GQA 32/8, causal,
+// secret lengths); on 132 SMs the batches of 6 (144-384 tiles) and the
+// MHA batch of 3 take merging units, the sequences alone split ones.
+// In the shipped build both run split units (the test then checks the
+// batch invariance of that path again).
+TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
+  DHP_REQUIRE_GPU();
+  const Shape shapes[] = {{DType::kFloat16, 5000, 64, 64, 128, false, true},
+                          {DType::kBFloat16, 4500, 128, 32, 128, true, false, 16},
+                          {DType::kFloat16, 6000, 32, 8, 128, true, true, 40}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE("S_q " + std::to_string(s.sq) + " S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) +
+                 "/" + std::to_string(s.hkv));
+    expect_alone_equals_in_batch(s, 3, 2);
+    expect_alone_equals_in_batch(s, 6, 0);
   }
 }
 

@@ -176,6 +176,7 @@ inline kernels::ForwardArgs decode_args(const kernels::ForwardArgs& a, const Dec
     d.o_stride_head = a.o_stride_head * p.q_pack;
   }
   d.v_zero_band = 0;  // (the tile order and lists: the split scheduler ignores them)
+  d.decode_local = 0;  // split units unless the launcher finds the tiles fill the GPU
   return d;
 }
 

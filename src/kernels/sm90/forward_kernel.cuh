@@ -21,6 +21,7 @@
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/consumer_view.cuh"
+#include "kernels/sm90/decode_local.cuh"
 #include "kernels/sm90/epilogue.cuh"
 #include "kernels/sm90/mainloop.cuh"
 #include "kernels/sm90/producer.cuh"
@@ -195,10 +196,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // tile (half-row tiles: 8 rows per warp, kernel_traits.cuh).
     const int warp_row0 = 64 * g + 16 * (wtid_here / 32);
     const int tile_row0 = Traits::kHalfRows ? 8 * (wtid_here / 32) : warp_row0;
-    const ConsumerView<Traits> view(st, args, range, m0, g, wtid_here, kv, tc);
-    timeline::tile(1 + g, tc, 1);
-    float o[D / 2];
-    sm80::OnlineSoftmax<1> sm;
     // With two Q buffers, the previous tile's buffer is released here, while
     // this tile's first S GEMM runs: its O stores have had a whole GEMM to
     // read the staging rows, and the producer needs the buffer only for the
@@ -215,6 +212,18 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
     };
     auto decode_next = [&] { next = scheduled_tile<BM, BN>(args, sched, r + 1); };
+    if constexpr (Traits::kMergeChunks) {
+      if (args.decode_local) {  // public: the launcher's choice (decode_local.cuh)
+        decode_local::run_merging_unit<Traits>(st, args, cur, g, wtid_here, kv, tc, release_previous_q, decode_next);
+        ++tc;
+        cur = next;
+        continue;
+      }
+    }
+    const ConsumerView<Traits> view(st, args, range, m0, g, wtid_here, kv, tc);
+    timeline::tile(1 + g, tc, 1);
+    float o[D / 2];
+    sm80::OnlineSoftmax<1> sm;
     run_consumer<Traits>(view, o, sm, release_previous_q, decode_next);
     kv += range.n_end - range.n_begin;
 
@@ -238,10 +247,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // from registers (no staging): rows below S_q only.
       const int64_t unit_row0 =
           static_cast<int64_t>(tile.split) * args.batch * args.heads_q * args.seqlen_q + lse_row0;
-      sm80::finalize_rows<1, D / 8, 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0, m0 + tile_row0,
-                                       args.seqlen_q, args.lse_partial + unit_row0, wtid_here % 32);
-      epilogue::store_rows_fp32<D>(as_frag<D>(o), args.o_partial + unit_row0 * D, tile_row0, m0 + tile_row0,
-                                   args.seqlen_q, wtid_here % 32);
+      if constexpr (Traits::kMergeChunks) {  // the merging units' arithmetic (decode_local.cuh)
+        float lse[2];
+        decode_local::chunk_result<D>(as_frag<D>(o), sm, L_q, args.scale_log2, m0 + tile_row0, lse, wtid_here % 32);
+        decode_local::store_chunk<D>(as_frag<D>(o), lse, args.lse_partial + unit_row0, args.o_partial + unit_row0 * D,
+                                     tile_row0, m0 + tile_row0, args.seqlen_q, wtid_here % 32);
+      } else {
+        sm80::finalize_rows<1, D / 8, 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0, m0 + tile_row0,
+                                         args.seqlen_q, args.lse_partial + unit_row0, wtid_here % 32);
+        epilogue::store_rows_fp32<D>(as_frag<D>(o), args.o_partial + unit_row0 * D, tile_row0, m0 + tile_row0,
+                                     args.seqlen_q, wtid_here % 32);
+      }
     } else {
       sm80::finalize_rows<1, D / 8, Traits::kHalfRows ? 1 : 2>(as_frag<D>(o), sm, L_q, args.scale_log2, tile_row0,
                                                                 m0 + tile_row0, args.seqlen_q,

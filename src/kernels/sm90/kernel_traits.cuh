@@ -100,6 +100,13 @@
 #ifndef DHP_SM90_DENSE_64ROWS
 #define DHP_SM90_DENSE_64ROWS 1
 #endif
+// Decode units that merge their own chunks (decode_local.cuh): built with
+// DHP_SM90_DECODE_LOCAL=1 only, not yet measured (docs/perf-log.md, session
+// 36). The build also moves the split path onto the same merge arithmetic
+// (chunk_merge.cuh), so that both give the same bits.
+#ifndef DHP_SM90_DECODE_LOCAL
+#define DHP_SM90_DECODE_LOCAL 0
+#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -175,6 +182,10 @@ struct Sm90Traits {
   static constexpr bool kOneGemm = ONE_GEMM_;
   static constexpr bool kDecode = DECODE_;
   static constexpr bool kPackedRows = DECODE_ && DHP_SM90_PACKED_ROWS != 0;  // S_q > 1 packed (above)
+  // The decode kernel's chunks merged in the unit (DHP_SM90_DECODE_LOCAL
+  // above): the running O in shared memory, 64 x D fp32 -- room beside Q
+  // and the ring up to D = 128 (32 KB), not at D = 256.
+  static constexpr bool kMergeChunks = DECODE_ && DHP_SM90_DECODE_LOCAL != 0 && D <= 128;
   static_assert(!DECODE_ || (NC_ == 1 && !HALF_ && !ONE_GEMM_), "decode: one consumer warpgroup, 64-row tiles");
   // Built and tested for D = 256 without secret lengths only (launch.cuh);
   // elsewhere its register split and one stage have not been checked.
@@ -282,6 +293,16 @@ struct OStaging<Traits, true> {
   alignas(1024) uint8_t o[Traits::kQBytes];
 };
 
+// The running O of a decode unit that merges its chunks (kMergeChunks):
+// each consumer thread's own D / 2 values, element i of thread t at
+// i * 128 + t (no bank conflict, no barrier: no other thread reads them).
+template <typename Traits, bool = Traits::kMergeChunks>
+struct MergedO {};
+template <typename Traits>
+struct MergedO<Traits, true> {
+  float acc[Traits::kHeadDim / 2][128];
+};
+
 // Shared memory: tiles first (1024-B aligned), barriers and lengths, then
 // the O buffer where there is one (1024-B aligned; empty otherwise).
 template <typename Traits>
@@ -295,6 +316,7 @@ struct SharedStorage {
   int32_t lens[Traits::kLensSlots][2];  // per tile count: L_q, L_k (secret; clamped)
   OStaging<Traits> ostage;                // empty unless Traits::kOBuffer
   VReady<Traits> vr;                      // empty unless Traits::kVReady
+  MergedO<Traits> merged;                 // empty unless Traits::kMergeChunks
 };
 
 }  // namespace dhp::sm90

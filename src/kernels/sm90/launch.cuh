@@ -301,22 +301,34 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   kernels::ForwardArgs a = decode_args(call, plan);
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
-  const int64_t units = query_tiles(a, BM) * plan.splits;
+  // Merging units (decode_local.cuh; a DHP_SM90_DECODE_LOCAL build, D <=
+  // 128): one per query tile, where the tiles alone fill the GPU; split
+  // units elsewhere. The batch may decide: both give the same bits.
+  // DHP_SM90_DECODE_LOCAL=0|1 forces one (A/B, tests).
+  if constexpr (Traits::kMergeChunks) {
+    static const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
+    const bool local = local_env != nullptr ? std::atoi(local_env) != 0 : query_tiles(a, BM) >= sms;
+    a.decode_local = local && plan.splits > 1 ? 1 : 0;
+    static_assert(sizeof(SharedStorage<Traits>) + 1024 <= 227 * 1024, "the merged O beside Q and the ring");
+  }
+  const int64_t units = query_tiles(a, BM) * (a.decode_local ? 1 : plan.splits);
   if (units > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
   const int grid = static_cast<int>(std::min<int64_t>(units, sms));
   // The ring position counts key tiles in 32 bits (as in launch_attention).
-  if ((units + grid - 1) / grid * plan.split_key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
+  const int64_t unit_key_tiles = static_cast<int64_t>(plan.split_key_tiles) * (a.decode_local ? plan.splits : 1);
+  if ((units + grid - 1) / grid * unit_key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
   const bool v_copy = Traits::kHasLengths && a.lens_k != nullptr;
   if (v_copy && static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;
   // Scratch: partial O, partial lse, then V's copy (256-byte aligned parts).
-  const int64_t prows = decode_partial_rows(a, plan);
+  const int64_t prows = a.decode_local ? 0 : decode_partial_rows(a, plan);  // merging units: no partials
   const size_t o_bytes = (static_cast<size_t>(prows) * D * 4 + 255) / 256 * 256;
   const size_t lse_bytes = (static_cast<size_t>(prows) * 4 + 255) / 256 * 256;
   const size_t copy_bytes = v_copy ? padded_v_bytes(a, D) : 0;
-  char* scratch = static_cast<char*>(scratch_alloc(o_bytes + lse_bytes + copy_bytes, stream));
-  if (scratch == nullptr) return cudaErrorNotSupported;
-  a.o_partial = reinterpret_cast<float*>(scratch);
-  a.lse_partial = reinterpret_cast<float*>(scratch + o_bytes);
+  const size_t scratch_bytes = o_bytes + lse_bytes + copy_bytes;  // 0: merging units without lengths
+  char* scratch = scratch_bytes > 0 ? static_cast<char*>(scratch_alloc(scratch_bytes, stream)) : nullptr;
+  if (scratch == nullptr && scratch_bytes > 0) return cudaErrorNotSupported;
+  a.o_partial = o_bytes > 0 ? reinterpret_cast<float*>(scratch) : nullptr;
+  a.lse_partial = o_bytes > 0 ? reinterpret_cast<float*>(scratch + o_bytes) : nullptr;
   CUtensorMap tq, tk, tv, to;
   cudaError_t err = cudaSuccess;
   // Half of the tensor maps describe the call's own tensors: made (and so
@@ -348,7 +360,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     if (err == cudaSuccess)
       err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
   }
-  if (err == cudaSuccess) {
+  if (err == cudaSuccess && !a.decode_local) {  // merging units wrote O and lse themselves
     CombineArgs c{};
     c.o_partial = a.o_partial;
     c.lse_partial = a.lse_partial;

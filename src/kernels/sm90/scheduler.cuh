@@ -30,6 +30,7 @@
 
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
+#include "kernels/sm90/kernel_traits.cuh"
 
 namespace dhp::sm90 {
 
@@ -54,10 +55,19 @@ struct TileScheduler {
   __host__ __device__ explicit TileScheduler(const kernels::ForwardArgs& a)
       : m_blocks(static_cast<int32_t>((a.seqlen_q + BM - 1) / BM)),
         heads(static_cast<int32_t>(a.heads_q)),
-        total(m_blocks * heads * static_cast<int32_t>(a.batch) * (SPLIT ? a.kv_splits : 1)),
+        total(m_blocks * heads * static_cast<int32_t>(a.batch) * units_per_tile(a)),
         order(SPLIT ? kHeadMajor : a.tile_order),
         schedule(SPLIT ? nullptr : a.schedule),
-        splits(SPLIT ? a.kv_splits : 1) {}
+        splits(units_per_tile(a)) {}
+
+  // Work units per query tile: one per chunk in the decode kernel's split
+  // units; one where a unit merges its own chunks (ForwardArgs::decode_local,
+  // decode_local.cuh) and in the dense kernels.
+  // (Merging units exist in a DHP_SM90_DECODE_LOCAL build only: elsewhere
+  // the flag is not read, and the shipped kernels' code does not change.)
+  __host__ __device__ static int32_t units_per_tile(const kernels::ForwardArgs& a) {
+    return SPLIT && !(DHP_SM90_DECODE_LOCAL && a.decode_local) ? a.kv_splits : 1;
+  }
 
   // The snake deal: in round r, CTA c takes position snake(r, c, G) of the
   // round; the map is its own inverse (position -> CTA), which the host's
@@ -136,8 +146,10 @@ __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardAr
   p.head_kv = p.tile.head / args.kv_group;
   p.n_end = sm80::KeyTileRange<BM, BN>(args, p.tile.m_block * BM).n_end;
   if constexpr (SPLIT) {
-    const KeyChunk c = key_chunk(p.n_end, p.tile.split, args.split_key_tiles);
-    p.n_begin = c.n_begin, p.n_end = c.n_end;
+    if (!(DHP_SM90_DECODE_LOCAL && args.decode_local)) {  // public: a merging unit walks the whole range
+      const KeyChunk c = key_chunk(p.n_end, p.tile.split, args.split_key_tiles);
+      p.n_begin = c.n_begin, p.n_end = c.n_end;
+    }
   }
   return p;
 }

@@ -7,6 +7,8 @@
 
 #include "kernels/common/ct.cuh"
 #include "kernels/common/launch_util.hpp"
+#include "kernels/sm90/chunk_merge.cuh"
+#include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/split_combine.hpp"
 #include "kernels/sm90/tma.cuh"
 
@@ -42,6 +44,21 @@ __device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
     *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// A lane's E consecutive fp32 values of one partial row (8, 16 or 32 bytes).
+template <int E>
+__device__ __forceinline__ void load_partial(const float* src, float (&x)[E]) {
+  if constexpr (E == 2) {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(src));
+    x[0] = v.x, x[1] = v.y;
+  } else {
+#pragma unroll
+    for (int i = 0; i < E / 4; ++i) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(src) + i);
+      x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
+    }
+  }
+}
+
 // Four blocks per SM asked for: without a minimum ptxas held the D = 64
 // kernel to 32 registers and spilled 8 bytes (local memory, which dhp-audit
 // reads as unknown data reaching the output address).
@@ -50,7 +67,6 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
     split_combine(const __grid_constant__ CombineArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the Hopper path's (griddepcontrol); no code elsewhere
   constexpr int E = D / 32;  // columns per lane
-  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.69314718055994531f;
   // Grid (H_q / warps, S_q, B), a warp per head: the row's coordinates
   // without a 64-bit division (a call into a variable-time routine, which
   // dhp-audit rejects whatever the operands).
@@ -63,6 +79,31 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
   const int64_t unit = static_cast<int64_t>(a.batch) * a.part_heads * a.part_seqlen;  // rows per chunk
   pdl::wait_for_previous_grid();  // the partials: written by the attention kernel
 
+#if DHP_SM90_DECODE_LOCAL
+  // The streaming merge of chunk_merge.cuh, chunks last first: the order
+  // and the operations of a decode unit that merges its own chunks
+  // (decode_local.cuh), so that a row gets the same bits from either.
+  chunk_merge::Row row = chunk_merge::start();
+  float acc[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] = 0.0f;
+  for (int32_t c = a.splits - 1; c >= 0; --c) {  // public trip count, fixed order
+    const chunk_merge::Step k = chunk_merge::step(row, __ldg(a.lse_partial + c * unit + prow));
+    float x[E];
+    load_partial<E>(a.o_partial + (c * unit + prow) * D + lane * E, x);
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc[e] = chunk_merge::fold(acc[e], k, x[e]);
+  }
+  const ct::Mask kept = chunk_merge::keep(row);
+  const float inv_row_l = ct::ct_rcp(row.l);
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] = chunk_merge::out(acc[e], inv_row_l, kept);
+  T* out_row = static_cast<T*>(a.o) + b * a.o_stride_batch + s * a.o_stride_seq + h * a.o_stride_head + lane * E;
+  store_row<T, E>(out_row, acc);
+  if (a.lse != nullptr && lane == 0)  // public
+    a.lse[(static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + s] = chunk_merge::lse(row, kept);
+#else
+  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.69314718055994531f;
   // m = max_c lse_c (NaN ignored: its own weight carries it), in log2 units.
   float m = -INFINITY;
   for (int32_t c = 0; c < a.splits; ++c)  // public trip count
@@ -74,18 +115,8 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
   for (int32_t c = 0; c < a.splits; ++c) {  // public trip count, fixed order
     const float w = ct::ct_exp2(__ldg(a.lse_partial + c * unit + prow) * kLog2e - m_used);
     l += w;
-    const float* src = a.o_partial + (c * unit + prow) * D + lane * E;
     float x[E];
-    if constexpr (E == 2) {
-      const float2 v = __ldg(reinterpret_cast<const float2*>(src));
-      x[0] = v.x, x[1] = v.y;
-    } else {
-#pragma unroll
-      for (int i = 0; i < E / 4; ++i) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(src) + i);
-        x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
-      }
-    }
+    load_partial<E>(a.o_partial + (c * unit + prow) * D + lane * E, x);
 #pragma unroll
     for (int e = 0; e < E; ++e) acc[e] = fmaf(w, x[e], acc[e]);
   }
@@ -99,6 +130,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
   if (a.lse != nullptr && lane == 0)  // public
     a.lse[(static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + s] =
         ct::ct_select(keep, (m_used + ct::ct_log2(l)) * kLn2, -INFINITY);
+#endif  // DHP_SM90_DECODE_LOCAL
 #endif
 }
 
