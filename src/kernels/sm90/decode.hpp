@@ -126,7 +126,8 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 // docs/perf-log.md, sessions 35-36 (H200, fp16, D 128 and 256). A split
 // that does not change bits with B -- one CTA merging its tile's chunks in
 // the combine's exact order where the batch fills the GPU -- would remove
-// the cost from B8 on; not built (perf-log, session 36).
+// the cost from B8 on: built for D <= 128 behind DHP_SM90_DECODE_LOCAL=1
+// (decode_local.cuh), not yet measured (perf-log, session 36).
 constexpr int32_t kDecodeMinKeysUnshared = 4096;
 // The packing is decode_plan's (q_pack): the packed rows fill
 // ceil(S_q q_pack / block_m) tiles per kv head, the q_pack heads alone
