@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -69,19 +70,40 @@ Out decode(const Shape& s, int64_t B, const uint16_t* q, const uint16_t* k, cons
   return r;
 }
 
-void expect_alone_equals_in_batch(const Shape& s, int64_t B, int64_t pos) {
-  const int64_t per_q = s.sq * s.hq * s.d, per_k = s.sk * s.hkv * s.d, per_l = s.hq * s.sq;
-  const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  std::mt19937_64 rng(seed);
+// Fresh random inputs for a batch of B (a new seed every run), random key
+// lengths where the shape has them; sequence `odd` gets a length that is
+// not a tile or chunk multiple.
+struct Batch {
+  uint64_t seed;
+  std::vector<uint16_t> q, k, v;
+  std::vector<int32_t> lk;
+};
+Batch random_batch(const Shape& s, int64_t B, int64_t odd) {
+  Batch r;
+  r.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  std::mt19937_64 rng(r.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<uint16_t> q(B * per_q), k(B * per_k), v(B * per_k);
-  for (auto* x : {&q, &k, &v})
+  r.q.resize(B * s.sq * s.hq * s.d);
+  r.k.resize(B * s.sk * s.hkv * s.d);
+  r.v.resize(r.k.size());
+  for (auto* x : {&r.q, &r.k, &r.v})
     for (auto& e : *x) e = to_bits(normal(rng), s.dt);
-  std::vector<int32_t> lk(B, static_cast<int32_t>(s.sk));
+  r.lk.assign(B, static_cast<int32_t>(s.sk));
   std::uniform_int_distribution<int32_t> len(0, static_cast<int32_t>(s.sk));
   if (s.lengths)
-    for (auto& l : lk) l = len(rng);
-  lk[pos] = static_cast<int32_t>(s.sk * 7 / 10 + 3);  // not a tile or chunk multiple
+    for (auto& l : r.lk) l = len(rng);
+  r.lk[odd] = static_cast<int32_t>(s.sk * 7 / 10 + 3);
+  return r;
+}
+
+void expect_alone_equals_in_batch(const Shape& s, int64_t B, int64_t pos) {
+  const int64_t per_q = s.sq * s.hq * s.d, per_k = s.sk * s.hkv * s.d, per_l = s.hq * s.sq;
+  const Batch in = random_batch(s, B, pos);
+  const uint64_t seed = in.seed;
+  const auto& q = in.q;
+  const auto& k = in.k;
+  const auto& v = in.v;
+  const std::vector<int32_t>& lk = in.lk;
   const Out batch = decode(s, B, q.data(), k.data(), v.data(), lk);
   const std::vector<int32_t> lk1{lk[pos]};
   const Out alone = decode(s, 1, q.data() + pos * per_q, k.data() + pos * per_k, v.data() + pos * per_k, lk1);
@@ -91,6 +113,7 @@ void expect_alone_equals_in_batch(const Shape& s, int64_t B, int64_t pos) {
     unwritten += alone.o[i] == 0xFFFF;
   }
   for (int64_t i = 0; i < per_l; ++i) lse_diff += batch.lse[pos * per_l + i] != alone.lse[i];
+  for (const uint16_t x : batch.o) unwritten += x == 0xFFFF;  // every sequence of the batch written
   EXPECT_EQ(unwritten, 0) << "seed " << seed;
   EXPECT_EQ(o_diff, 0) << "o differs alone vs at position " << pos << " of " << B << " (seed " << seed << ")";
   EXPECT_EQ(lse_diff, 0) << "lse differs alone vs at position " << pos << " of " << B << " (seed " << seed << ")";
@@ -116,26 +139,104 @@ TEST(Decode, SequenceAloneMatchesItInABatchBitwise) {
   }
 }
 
-// Where a batch's query tiles fill the GPU, a DHP_SM90_DECODE_LOCAL build
-// runs merging units (sm90/decode_local.cuh: one per tile, its chunks
-// merged in the unit) and a sequence alone runs split units and the
-// combine: the two must agree bit for bit. Query tiles per sequence: 64 at
-// S_q = 1 (MHA, 64 heads), 32 at S_q 16 packed (GQA 128/32: a 64-row tile
-// per kv head), 24 at S_q 40 packed over three tiles (GQA 32/8, causal,
-// secret lengths); on 132 SMs the batches of 6 (144-384 tiles) and the
-// MHA batch of 3 take merging units, the sequences alone split ones.
-// In the shipped build both run split units (the test then checks the
-// batch invariance of that path again).
+// DHP_SM90_DECODE_LOCAL for one scope (the launcher reads it at every call
+// in a build with merging units; the shipped build ignores it).
+class LocalSetting {
+ public:
+  explicit LocalSetting(const char* value) {
+    const char* old = std::getenv("DHP_SM90_DECODE_LOCAL");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("DHP_SM90_DECODE_LOCAL", value, 1);
+  }
+  ~LocalSetting() {
+    if (had_)
+      setenv("DHP_SM90_DECODE_LOCAL", old_.c_str(), 1);
+    else
+      unsetenv("DHP_SM90_DECODE_LOCAL");
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+// One batch on merging units (sm90/decode_local.cuh: each query tile's
+// chunks merged in its unit) and on split units (partials, then the
+// combine): o and lse must agree bit for bit at every position, both fully
+// written; and the last sequence alone (split units) must equal its place
+// in the merged batch (the batch terms of the output addresses). The
+// comparison can fail: the same batch with one V element changed.
+void expect_merging_equals_split(const Shape& s, int64_t B) {
+  const int64_t per_q = s.sq * s.hq * s.d, per_k = s.sk * s.hkv * s.d, per_l = s.hq * s.sq;
+  const Batch in = random_batch(s, B, B - 1);
+  const uint64_t seed = in.seed;
+  const auto& q = in.q;
+  const auto& k = in.k;
+  const auto& v = in.v;
+  const std::vector<int32_t>& lk = in.lk;
+  Out merged, split;
+  {
+    LocalSetting on("1");
+    merged = decode(s, B, q.data(), k.data(), v.data(), lk);
+  }
+  {
+    LocalSetting off("0");
+    split = decode(s, B, q.data(), k.data(), v.data(), lk);
+  }
+  int64_t o_diff = 0, lse_diff = 0, unwritten = 0;
+  for (size_t i = 0; i < merged.o.size(); ++i) {
+    o_diff += merged.o[i] != split.o[i];
+    unwritten += (merged.o[i] == 0xFFFF) + (split.o[i] == 0xFFFF);
+  }
+  for (size_t i = 0; i < merged.lse.size(); ++i) {
+    lse_diff += merged.lse[i] != split.lse[i];
+    unwritten += (merged.lse[i] == 0xFFFFFFFFu) + (split.lse[i] == 0xFFFFFFFFu);
+  }
+  EXPECT_EQ(unwritten, 0) << "seed " << seed;
+  EXPECT_EQ(o_diff, 0) << "o: merging units against split units, B " << B << " (seed " << seed << ")";
+  EXPECT_EQ(lse_diff, 0) << "lse: merging units against split units, B " << B << " (seed " << seed << ")";
+  const int64_t last = B - 1;
+  const std::vector<int32_t> lk1{lk[last]};
+  Out alone;
+  {
+    LocalSetting off("0");
+    alone = decode(s, 1, q.data() + last * per_q, k.data() + last * per_k, v.data() + last * per_k, lk1);
+  }
+  int64_t alone_diff = 0;
+  for (int64_t i = 0; i < per_q; ++i) alone_diff += merged.o[last * per_q + i] != alone.o[i];
+  for (int64_t i = 0; i < per_l; ++i) alone_diff += merged.lse[last * per_l + i] != alone.lse[i];
+  EXPECT_EQ(alone_diff, 0) << "the last sequence alone against its place in the merged batch (seed " << seed << ")";
+  std::vector<uint16_t> v1 = v;
+  v1[last * per_k + s.hkv * s.d] = to_bits(from_bits(v1[last * per_k + s.hkv * s.d], s.dt) + 8.0f, s.dt);
+  Out changed;
+  {
+    LocalSetting off("0");
+    changed = decode(s, B, q.data(), k.data(), v1.data(), lk);
+  }
+  int64_t changed_o = 0;
+  for (size_t i = 0; i < merged.o.size(); ++i) changed_o += changed.o[i] != merged.o[i];
+  EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << seed << ")";
+}
+
+// Merging units against split units (a DHP_SM90_DECODE_LOCAL build; in the
+// shipped build both runs take split units, and the test checks that the
+// path is deterministic): every way the kernel's rows map back to the
+// call's -- packed at S_q = 1 (GQA 128/32: four heads as the rows of one),
+// unpacked (MHA, 64 heads), packed at S_q > 1 (GQA 128/32 at S_q 16, one
+// 64-row tile per kv head; GQA 32/8 at S_q 40 over three tiles, the last
+// partial, causal, secret lengths) -- at B > 1, so that the batch terms of
+// the addresses count.
 TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
   DHP_REQUIRE_GPU();
-  const Shape shapes[] = {{DType::kFloat16, 5000, 64, 64, 128, false, true},
+  const Shape shapes[] = {{DType::kFloat16, 5000, 128, 32, 128, false, true},
+                          {DType::kFloat16, 5000, 64, 64, 128, false, true},
                           {DType::kBFloat16, 4500, 128, 32, 128, true, false, 16},
                           {DType::kFloat16, 6000, 32, 8, 128, true, true, 40}};
   for (const Shape& s : shapes) {
     SCOPED_TRACE("S_q " + std::to_string(s.sq) + " S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) +
                  "/" + std::to_string(s.hkv));
-    expect_alone_equals_in_batch(s, 3, 2);
-    expect_alone_equals_in_batch(s, 6, 0);
+    expect_merging_equals_split(s, 3);
   }
 }
 

@@ -127,7 +127,10 @@ __device__ __forceinline__ void run_merging_unit(SharedStorage<Traits>& st, cons
   const int32_t m0 = tile.m_block * BM;
   const int lane = wtid % 32, warp_row0 = 16 * (wtid / 32);
   const int32_t first_row = m0 + warp_row0;
-  float* acc = &st.merged.acc[0][wtid];  // element i at acc[i * 128]
+  // This thread's running O: element i at byte i * 512 from here (shared
+  // state space explicitly: through the generic pointer ptxas emitted
+  // generic LD / ST, 64-bit addresses).
+  const uint32_t acc = static_cast<uint32_t>(__cvta_generic_to_shared(&st.merged.acc[0][wtid]));
   chunk_merge::Row rows[2] = {chunk_merge::start(), chunk_merge::start()};
   float o[D / 2];
   const int32_t splits = args.kv_splits;
@@ -156,9 +159,12 @@ __device__ __forceinline__ void run_merging_unit(SharedStorage<Traits>& st, cons
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) {
       const chunk_merge::Step k = (i % 4) < 2 ? k0 : k1;  // element i: row half (i % 4) / 2
-      const float before = first ? 0.0f : acc[i * 128];   // public: chunk index
+      float before = 0.0f;
+      if (!first)  // public: chunk index
+        asm volatile("ld.shared.f32 %0, [%1];" : "=f"(before) : "r"(acc + 512u * i));
       o[i] = chunk_merge::fold(before, k, o[i]);
-      if (!last) acc[i * 128] = o[i];  // public
+      if (!last)  // public
+        asm volatile("st.shared.f32 [%0], %1;" ::"r"(acc + 512u * i), "f"(o[i]) : "memory");
     }
   }
   // The merged rows: O = acc / l, lse; rows at or past S_q (public) not

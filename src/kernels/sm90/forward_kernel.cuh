@@ -7,7 +7,9 @@
 // contract as the portable kernel: the key loop's trip count is public,
 // masking is by select (in every tile when lengths are secret), every output
 // row < S_q is written; the epilogue's arithmetic (1/l, empty rows, lse) is
-// the portable kernel's, its stores are TMA stores (sm90/epilogue.cuh).
+// the portable kernel's, its stores are TMA stores (sm90/epilogue.cuh) --
+// in the decode kernel fp32 partials, or with merging units (decode_local.cuh)
+// O and lse by plain stores.
 #pragma once
 
 #include <cuda.h>

@@ -152,7 +152,9 @@ struct Sm90Config<256> {
 // DECODE_: the decode kernel (sm90/decode.hpp): one consumer warpgroup of
 // 64 query rows, each work unit a chunk of a query tile's key range
 // (ForwardArgs::kv_splits), O and lse written as fp32 partials that a
-// combine kernel merges (sm90/split_combine.cu).
+// combine kernel merges (sm90/split_combine.cu); or, where kMergeChunks and
+// the launcher asks for it, a whole tile whose chunks the unit merges
+// itself (decode_local.cuh).
 template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN, bool HALF_ = false,
           bool ONE_GEMM_ = false, bool DECODE_ = false>
 struct Sm90Traits {

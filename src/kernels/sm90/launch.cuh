@@ -302,12 +302,20 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
   // Merging units (decode_local.cuh; a DHP_SM90_DECODE_LOCAL build, D <=
-  // 128): one per query tile, where the tiles alone fill the GPU; split
-  // units elsewhere. The batch may decide: both give the same bits.
-  // DHP_SM90_DECODE_LOCAL=0|1 forces one (A/B, tests).
+  // 128): one per query tile, where the tiles alone fill the GPU in as
+  // few rounds of chunks as the split units would, within 1/8 (the split's
+  // partials and combine): tiles T, grid G, chunks c per tile: ceil(T / G) c
+  // against ceil(T c / G) -- 256 tiles of 4 chunks on 132 SMs: 8 and 8;
+  // 144 tiles of 6: 12 against 7, split. Split units elsewhere. The batch
+  // may decide: both give the same bits. DHP_SM90_DECODE_LOCAL=0|1 forces
+  // one (A/B; read at every call, so that a test can run both in one
+  // process).
   if constexpr (Traits::kMergeChunks) {
-    static const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
-    const bool local = local_env != nullptr ? std::atoi(local_env) != 0 : query_tiles(a, BM) >= sms;
+    const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
+    const int64_t tiles = query_tiles(a, BM), c = plan.splits;
+    const int64_t local_rounds = (tiles + sms - 1) / sms * c, split_rounds = (tiles * c + sms - 1) / sms;
+    const bool fills = tiles >= sms && 8 * local_rounds <= 9 * split_rounds;
+    const bool local = local_env != nullptr ? std::atoi(local_env) != 0 : fills;
     a.decode_local = local && plan.splits > 1 ? 1 : 0;
     static_assert(sizeof(SharedStorage<Traits>) + 1024 <= 227 * 1024, "the merged O beside Q and the ring");
   }
@@ -343,8 +351,9 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   if (!q_made ||
       !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
                    BN) ||
-      // O: never written by the decode kernel (the combine writes it); the
-      // map checks the call's O alignment as the dense path's does.
+      // O: written by the combine, or by merging units with plain stores
+      // (decode_local.cuh), never through this map; it checks the call's O
+      // alignment as the dense path's does.
       !make_map<T>(to, call.o, call.seqlen_q, call.heads_q, call.batch, D, call.o_stride_seq, call.o_stride_head,
                    call.o_stride_batch, 16))
     err = cudaErrorNotSupported;
