@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The GPU run that decides the merging decode units (decode_local.cuh,
+# docs/perf-log.md session 36), one command: a DHP_SM90_DECODE_LOCAL=1
+# build's suites -- as built, and with every S_q <= 64 call on the decode
+# path in merging units -- then the decode shapes as built ("shipped": the
+# launcher's choice), on split units, on merging units and on the dense
+# kernels (scripts/decode-run.sh), then gates 1 (counters, per instruction)
+# on the decode configurations with merging units forced (GATES=0: skip).
+# Logs to $OUT; the tables and the gate summary last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-decode-local-out}"; mkdir -p "$out"
+shapes="8,64,32,8,4096,128 32,64,32,8,4096,128 1,64,32,8,4096,128 8,64,32,8,16384,128 8,40,32,8,4096,128
+8,32,32,32,4096,128 8,16,32,32,4096,128 8,1,32,32,2048,128 1,1,32,32,2048,128 8,64,32,8,1024,128
+8,40,32,8,1024,128 8,64,32,32,4096,128 1,64,32,32,8192,128 8,64,32,32,8192,128 32,8,32,8,4096,128"
+args=""
+for s in $shapes; do args="$args --shape $s"; done
+CUDA_FLAGS=-DDHP_SM90_DECODE_LOCAL=1 OUT="$out" DECODE_ARGS="$args" \
+  EXTRA_SUITE="merging everywhere=DHP_SM90_DECODE_LOCAL=1 DHP_SM90_DECODE_MAX_SQ=64" \
+  CHUNKS="split=DHP_SM90_DECODE_LOCAL=0 merging=DHP_SM90_DECODE_LOCAL=1,DHP_SM90_DECODE_MAX_SQ=64" \
+  scripts/decode-run.sh || exit 1
+if [ "${GATES:-1}" = 1 ]; then
+  # build/hopper: the suites' build, with the same flags (dhp_validate added).
+  DHP_SM90_DECODE_LOCAL=1 scripts/dhp-validate --build-dir build/hopper --out "$out/val" --steps counters,perpc \
+    --only decode --no-control --deadline-s "${GATE_DEADLINE_S:-240}" > "$out/validate.log" 2>&1
+  python3 scripts/perpc-findings.py "$out/val/validation.json" 2>&1 | cut -c1-300 | head -30
+  grep -A30 "^== summary" "$out/validate.log"
+fi
