@@ -108,9 +108,9 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 //  * GQA packing shares K/V streams: the packed rows fill fewer decode
 //    tiles than the group's heads would alone. Where it at least halves
 //    them (S_q 1-32 with a group of 4) it is taken at any S_k: 0.57-0.94x
-//    the dense kernels' time at B1-B32 (S_q 32 S_k 1024 B32 0.84x, S_q 16
-//    S_k 256 B32 0.76x, S_q 16 S_k 4096 B8 0.57x; D 256 S_q 8 S_k 4096 B8
-//    0.57x).
+//    the dense kernels' time on the rows measured, S_q 8-32 at B8-B32
+//    (S_q 32 S_k 1024 B32 0.84x, S_q 16 S_k 256 B32 0.76x, S_q 16 S_k 4096
+//    B8 0.57x; D 256 S_q 8 S_k 4096 B8 0.57x).
 //  * otherwise only the split adds work units, which helps when the batch
 //    leaves SMs idle and costs the partials' round trip when it does not.
 //    With one chunk (S_k <= 4 key tiles) it cannot help. At S_q > 1 it is
