@@ -3,8 +3,10 @@
 # docs/perf-log.md session 36), one command: a DHP_SM90_DECODE_LOCAL=1
 # build's suites -- as built, and with every S_q <= 64 call on the decode
 # path in merging units -- then the decode shapes as built ("shipped": the
-# launcher's choice), on split units, on merging units and on the dense
-# kernels (scripts/decode-run.sh), then gates 1 (counters, per instruction)
+# launcher's choice), on the dense kernels, and with every S_q <= 64 call
+# on the decode path in split units, in merging units and in the
+# launcher's choice of the two ("auto": the data for a rule without the
+# S_k >= 4096 clause; scripts/decode-run.sh), then gates 1 (counters, per instruction)
 # on the decode configurations with merging units forced (GATES=0: skip).
 # Logs to $OUT; the tables and the gate summary last.
 set -uo pipefail
@@ -12,12 +14,13 @@ cd "$(dirname "$0")/.."
 out="${OUT:-decode-local-out}"; mkdir -p "$out"
 shapes="8,64,32,8,4096,128 32,64,32,8,4096,128 1,64,32,8,4096,128 8,64,32,8,16384,128 8,40,32,8,4096,128
 8,32,32,32,4096,128 8,16,32,32,4096,128 8,1,32,32,2048,128 1,1,32,32,2048,128 8,64,32,8,1024,128
-8,40,32,8,1024,128 8,64,32,32,4096,128 1,64,32,32,8192,128 8,64,32,32,8192,128 32,8,32,8,4096,128"
+1,64,32,8,1024,128 8,64,32,8,2048,128 8,40,32,8,1024,128 8,64,32,32,4096,128 1,64,32,32,8192,128
+8,64,32,32,8192,128 1,48,32,32,8192,128 8,48,32,32,4096,128 32,8,32,8,4096,128"
 args=""
 for s in $shapes; do args="$args --shape $s"; done
 CUDA_FLAGS=-DDHP_SM90_DECODE_LOCAL=1 OUT="$out" DECODE_ARGS="$args" \
   EXTRA_SUITE="merging everywhere=DHP_SM90_DECODE_LOCAL=1 DHP_SM90_DECODE_MAX_SQ=64" \
-  CHUNKS="split=DHP_SM90_DECODE_LOCAL=0 merging=DHP_SM90_DECODE_LOCAL=1,DHP_SM90_DECODE_MAX_SQ=64" \
+  CHUNKS="split=DHP_SM90_DECODE_LOCAL=0,DHP_SM90_DECODE_MAX_SQ=64 merging=DHP_SM90_DECODE_LOCAL=1,DHP_SM90_DECODE_MAX_SQ=64 auto=DHP_SM90_DECODE_MAX_SQ=64" \
   scripts/decode-run.sh || exit 1
 if [ "${GATES:-1}" = 1 ]; then
   # build/hopper: the suites' build, with the same flags (dhp_validate added).
