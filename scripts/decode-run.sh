@@ -24,8 +24,21 @@ fi
 python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a \
   "-C" "cmake.define.CMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" . > "$out/pip.log" 2>&1 ||
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
-for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
-  vars="${v#*=}"
-  echo "== ${v%%=*} ${vars//,/ }"
-  env ${vars//,/ } python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$out/decode-${v%%=*}.log" | tail -11
+# REPEATS=N: the settings N times in turn (A B C A B C ...), each pass in
+# processes of its own, so that a drift of the GPU's clocks over the run
+# shows as a spread instead of as a difference between settings (one run of
+# session 36 read the same kernel 8-14 % apart in two settings); then
+# scripts/decode-summary.py prints each setting's median over the passes.
+reps="${REPEATS:-1}"
+for ((rep = 1; rep <= reps; ++rep)); do
+  for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
+    vars="${v#*=}"
+    log="$out/decode-${v%%=*}.log"
+    [ "$reps" -gt 1 ] && log="$out/decode-${v%%=*}-r$rep.log"
+    pass=""
+    [ "$reps" -gt 1 ] && pass=" (pass $rep of $reps)"
+    echo "== ${v%%=*} ${vars//,/ }$pass"
+    env ${vars//,/ } python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$log" | tail -11
+  done
 done
+[ "$reps" -gt 1 ] && python3 scripts/decode-summary.py "$out"
