@@ -650,6 +650,21 @@ TEST(Decode, LongestQueryOnTheDecodePathFollowsThePacking) {
   static_assert(sm90::kDecodeMaxSqUnpacked < sm90::kDecodeMaxSqPacked);
 }
 
+// Merging units (a DHP_SM90_DECODE_LOCAL build) only where the tiles fill
+// the grid and whole rounds of them cost at most 3/2 the split units'
+// rounds of chunks; never with one chunk.
+TEST(Decode, MergingUnitsWhereTilesFillTheGrid) {
+  EXPECT_TRUE(sm90::merging_units_pay(256, 4, 132)) << "B8 GQA 32/8 S_q 64: 8 rounds either way";
+  EXPECT_TRUE(sm90::merging_units_pay(1024, 4, 132)) << "B32: 32 and 32";
+  EXPECT_TRUE(sm90::merging_units_pay(192, 6, 132)) << "12 against 9";
+  EXPECT_FALSE(sm90::merging_units_pay(144, 6, 132)) << "12 against 7";
+  EXPECT_FALSE(sm90::merging_units_pay(64, 4, 132)) << "fewer tiles than SMs";
+  EXPECT_FALSE(sm90::merging_units_pay(131, 8, 132));
+  EXPECT_TRUE(sm90::merging_units_pay(132, 8, 132));
+  EXPECT_FALSE(sm90::merging_units_pay(4096, 1, 132)) << "one chunk: nothing to merge";
+  EXPECT_FALSE(sm90::merging_units_pay(4096, 4, 0));
+}
+
 // Within decode_max_seqlen_q the decode path is taken where GQA packing
 // at least halves the K/V streams (any S_k), or else where the split's gain
 // at B1 outweighs its cost from B8 on against the 64-row dense tiles (S_q =

@@ -145,6 +145,24 @@ inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int bl
   return a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared;
 }
 
+// Whether a DHP_SM90_DECODE_LOCAL build runs a call's decode work as
+// merging units (decode_local.cuh: one per query tile, which merges its own
+// chunks) rather than split units and the combine: where the tiles alone
+// fill the grid (`sms` CTAs) and, in whole rounds, take no more than 3/2
+// the rounds of chunks the split units would. Both give the same bits, so
+// this may look at the batch (through `tiles`) and the device. The 3/2:
+// split units pay for partials, the combine and short units more than the
+// round count shows (B8 S_q 40 group 4 S_k 4096, 192 tiles of 6 chunks on
+// 132 SMs: 12 rounds against 9, and 86.3 us on the 64-row dense kernels --
+// a merging unit's work -- against 92.3 split; docs/perf-log.md, session
+// 36). A first guess, for the A/B to settle.
+inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
+  if (splits < 2 || sms <= 0 || tiles < sms) return false;
+  const int64_t merged_rounds = (tiles + sms - 1) / sms * splits;
+  const int64_t split_rounds = (tiles * splits + sms - 1) / sms;
+  return 2 * merged_rounds <= 3 * split_rounds;
+}
+
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and
 // O as [B, q_pack, H_kv, D] -- row r of head h' is query head h' q_pack + r
 // -- and no causal flag: with one query row, bottom-right causal masking

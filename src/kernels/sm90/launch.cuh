@@ -302,24 +302,14 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
   // Merging units (decode_local.cuh; a DHP_SM90_DECODE_LOCAL build, D <=
-  // 128): one per query tile, where the tiles alone fill the GPU in no
-  // more than 3/2 the rounds of chunks the split units would need (their
-  // partials, combine and short units cost more than the count shows: B8
-  // S_q 40 group 4 S_k 4096, 192 tiles of 6 chunks, 12 against 9 rounds,
-  // ran 86.3 us on the 64-row dense kernels -- a merging unit's work --
-  // and 92.3 split, session 36): tiles T, grid G, chunks c per tile:
-  // ceil(T / G) c against ceil(T c / G) -- 256 tiles of 4 chunks on 132
-  // SMs: 8 and 8; 144 tiles of 6: 12 against 7, split. Split units
-  // elsewhere. A first guess, for the A/B to settle. The batch
-  // may decide: both give the same bits. DHP_SM90_DECODE_LOCAL=0|1 forces
-  // one (A/B; read at every call, so that a test can run both in one
-  // process).
+  // 128) where merging_units_pay (decode.hpp), split units elsewhere: the
+  // batch may decide, both give the same bits. DHP_SM90_DECODE_LOCAL=0|1
+  // forces one (A/B; read at every call, so that a test can run both in
+  // one process).
   if constexpr (Traits::kMergeChunks) {
     const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
-    const int64_t tiles = query_tiles(a, BM), c = plan.splits;
-    const int64_t local_rounds = (tiles + sms - 1) / sms * c, split_rounds = (tiles * c + sms - 1) / sms;
-    const bool fills = tiles >= sms && 2 * local_rounds <= 3 * split_rounds;
-    const bool local = local_env != nullptr ? std::atoi(local_env) != 0 : fills;
+    const bool local = local_env != nullptr ? std::atoi(local_env) != 0
+                                            : merging_units_pay(query_tiles(a, BM), plan.splits, sms);
     a.decode_local = local && plan.splits > 1 ? 1 : 0;
     static_assert(sizeof(SharedStorage<Traits>) + 1024 <= 227 * 1024, "the merged O beside Q and the ring");
   }
