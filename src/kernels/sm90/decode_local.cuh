@@ -18,11 +18,7 @@
 // select (chunk_merge.cuh); stores are guarded by public positions only.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/common/ct.cuh"
 #include "kernels/forward_args.hpp"
@@ -95,17 +91,6 @@ __device__ __forceinline__ CallRow call_row(const kernels::ForwardArgs& a, int32
                               static_cast<int64_t>(h) * a.o_stride_head;
   c.lse_index = (static_cast<int64_t>(b) * heads_call + static_cast<int64_t>(h) * qp + gq) * seqlen_call + pos;
   return c;
-}
-
-// Two values as one 32-bit word of T (round to nearest, as the combine).
-template <typename T>
-__device__ __forceinline__ uint32_t pack_out(float a, float b) {
-  if constexpr (std::is_same_v<T, __half>)
-    return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(a))) |
-           (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(b))) << 16);
-  else
-    return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(a))) |
-           (static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(b))) << 16);
 }
 
 // One query tile as a merging unit: its chunks c = kv_splits - 1 .. 0 (the
@@ -183,7 +168,8 @@ __device__ __forceinline__ void run_merging_unit(SharedStorage<Traits>& st, cons
 #pragma unroll
       for (int j = 0; j < D / 8; ++j)
         *reinterpret_cast<uint32_t*>(dst + 8 * j) =
-            pack_out<T>(chunk_merge::out(o[4 * j + 2 * hh], inv_l, kept), chunk_merge::out(o[4 * j + 2 * hh + 1], inv_l, kept));
+            chunk_merge::out_pair<T>(chunk_merge::out(o[4 * j + 2 * hh], inv_l, kept),
+                                     chunk_merge::out(o[4 * j + 2 * hh + 1], inv_l, kept));
       if (args.lse != nullptr && t == 0)  // public
         args.lse[at.lse_index] = chunk_merge::lse(rows[hh], kept);
     }

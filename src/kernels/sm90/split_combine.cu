@@ -23,19 +23,7 @@ __device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
   static_assert(E == 2 || E == 4 || E == 8, "D / 32 elements per lane");
   uint32_t w[E / 2];
 #pragma unroll
-  for (int i = 0; i < E / 2; ++i) {
-    // Bits through the intrinsics, not a reference cast: that put the value
-    // on the stack (local memory, which dhp-audit reads as unknown data).
-    uint32_t lo, hi;
-    if constexpr (std::is_same_v<T, __half>) {
-      lo = __half_as_ushort(__float2half_rn(x[2 * i]));
-      hi = __half_as_ushort(__float2half_rn(x[2 * i + 1]));
-    } else {
-      lo = __bfloat16_as_ushort(__float2bfloat16_rn(x[2 * i]));
-      hi = __bfloat16_as_ushort(__float2bfloat16_rn(x[2 * i + 1]));
-    }
-    w[i] = lo | (hi << 16);
-  }
+  for (int i = 0; i < E / 2; ++i) w[i] = chunk_merge::out_pair<T>(x[2 * i], x[2 * i + 1]);
   if constexpr (E == 2)
     *reinterpret_cast<uint32_t*>(dst) = w[0];
   else if constexpr (E == 4)
