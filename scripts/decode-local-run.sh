@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The GPU runs that decide the merging decode units (decode_local.cuh,
-# docs/perf-log.md session 36), on a DHP_SM90_DECODE_LOCAL=1 build, in two
-# calls of about 6 minutes each:
+# The GPU runs that decided the merging decode units (decode_local.cuh,
+# docs/perf-log.md sessions 36-37; shipped since session 37, so the
+# DHP_SM90_DECODE_LOCAL=1 build below is the default one), in two calls:
+# PART=1 ran past 600 s in session 37 (GATES=0, or GATE_DEADLINE_S=60, keeps
+# it inside one call):
 #   PART=1: the suites (scripts/hopper-suites.sh) as built, with every
 #     S_q <= 64 call on the decode path in merging units, and with the
 #     decode path off; then gate 1 (counters, per instruction) on the decode

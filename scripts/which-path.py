@@ -1,11 +1,14 @@
-"""Which Hopper path each shape takes (the decode path launches the split
-combine kernel; the dense path does not), from the kernels a call launches:
+"""Which Hopper path each shape takes, from the kernels a call launches: the
+decode path's split units launch the combine kernel after the decode kernel
+(traits ending in `true>`: kDecode); its merging units launch the decode
+kernel alone; the dense path neither:
 checks the launcher's rule (src/kernels/sm90/decode.hpp, takes_decode_path)
 on the GPU, as shipped or under the DHP_SM90_DECODE_* settings in the
 environment.
 
     python3 scripts/which-path.py B,S_q,H_q,H_kv,S_k,D [...]
 """
+import re
 import sys
 
 import torch
@@ -23,5 +26,9 @@ for arg in sys.argv[1:]:
         dhp_attention.attention(q, k, v)
         torch.cuda.synchronize()
     names = [e.key for e in prof.key_averages()]
-    path = "decode" if any("combine" in n for n in names) else "dense"
+    decode_kernel = any(re.search(r"Sm90Traits<[^<>]*true>", n) for n in names)
+    if any("combine" in n for n in names):
+        path = "decode (split units)"
+    else:
+        path = "decode (merging units)" if decode_kernel else "dense"
     print(f"B{B} S_q {Sq} {Hq}/{Hkv} S_k {Sk} D{D}: {path}  ({'; '.join(n[:60] for n in names)})")

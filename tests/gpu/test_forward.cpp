@@ -213,8 +213,9 @@ std::vector<Case> all_cases() {
   // rows; 160 rows in three 64-row tiles, the last partial), 64 (MQA: one
   // position per 64-row block), 2 (BHSD, secret L_q at S_q 5; 128 rows at
   // S_q 64, no lengths), 8 at D = 64 (dense unless DHP_SM90_DECODE_D64=1);
-  // a group of 6 stays unpacked (decode at S_q 3, dense at 64); MHA decode
-  // at S_q 32, dense at 33. (The GQA S_q 17 cases above take the decode
+  // a group of 6 stays unpacked (decode at S_q 3, dense at 64 below S_k
+  // 4096); MHA decode at S_q 32, dense at 33 below S_k 4096, decode at S_q
+  // 48 from it (merging units' decode_max_seqlen_q at D128). (The GQA S_q 17 cases above take the decode
   // path too; scripts/decode-run.sh runs the suite again with it off, so that
   // the dense kernels keep their small-S_q coverage.)
   cs.push_back(make(kF16, 3, 7, 3000, 32, 8, 128, true, Lengths::kSeparate));
@@ -228,6 +229,7 @@ std::vector<Case> all_cases() {
   cs.push_back(make(kF16, 2, 64, 1000, 12, 2, 128, true, Lengths::kSeparate));
   cs.push_back(make(kBF16, 2, 32, 4500, 8, 8, 128, false, Lengths::kSeparate));
   cs.push_back(make(kF16, 2, 33, 1500, 8, 8, 128, true));
+  cs.push_back(make(kBF16, 3, 48, 4100, 6, 6, 128, true, Lengths::kSeparate));
   return cs;
 }
 

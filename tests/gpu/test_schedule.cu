@@ -632,22 +632,28 @@ TEST(Decode, PackedRowsAboveOneQueryRowArePositionMajor) {
 }
 
 // The longest S_q on the decode path (decode_max_seqlen_q): 64 where S_q > 1
-// packs the group (a power of two dividing the tile), 32 otherwise -- a
-// function of the heads and the tile, never of the batch or S_k.
+// packs the group (a power of two dividing the tile) or where merging units
+// exist (D <= 128), 32 otherwise -- a function of the heads, the tile and
+// the kernel, never of the batch or S_k.
 TEST(Decode, LongestQueryOnTheDecodePathFollowsThePacking) {
   ForwardArgs a{};
   a.batch = 1, a.seqlen_q = 40, a.seqlen_k = 8192, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4;
-  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqPacked);
-  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, false), sm90::kDecodeMaxSqUnpacked) << "packing off";
+  for (bool merging : {false, true}) {
+    EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true, merging), sm90::kDecodeMaxSqPacked);
+  }
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, false, false), sm90::kDecodeMaxSqUnpacked) << "packing off";
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, false, true), sm90::kDecodeMaxSqMerging) << "packing off, merging";
   a.batch = 4096, a.seqlen_k = 3;
-  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqPacked) << "batch or S_k changed it";
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true, false), sm90::kDecodeMaxSqPacked) << "batch or S_k changed it";
   a.heads_kv = 32, a.kv_group = 1;
-  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqUnpacked) << "MHA";
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true, false), sm90::kDecodeMaxSqUnpacked) << "MHA";
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true, true), sm90::kDecodeMaxSqMerging) << "MHA, merging units";
   a.heads_q = 48, a.heads_kv = 8, a.kv_group = 6;
-  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqUnpacked) << "a group of 6";
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true, false), sm90::kDecodeMaxSqUnpacked) << "a group of 6";
   a.heads_q = 128, a.heads_kv = 1, a.kv_group = 128;
-  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true), sm90::kDecodeMaxSqUnpacked) << "a group above the tile";
+  EXPECT_EQ(sm90::decode_max_seqlen_q(a, 64, true, false), sm90::kDecodeMaxSqUnpacked) << "a group above the tile";
   static_assert(sm90::kDecodeMaxSqUnpacked < sm90::kDecodeMaxSqPacked);
+  static_assert(sm90::kDecodeMaxSqUnpacked < sm90::kDecodeMaxSqMerging);
 }
 
 // Merging units (a DHP_SM90_DECODE_LOCAL build) only where the tiles fill
@@ -677,7 +683,8 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
     a.batch = B, a.seqlen_q = sq, a.seqlen_k = sk, a.heads_q = hq, a.heads_kv = hkv, a.kv_group = hq / hkv;
     return a;
   };
-  auto decode = [](const ForwardArgs& a) { return sm90::takes_decode_path(a, BM, BN, true); };
+  auto decode = [](const ForwardArgs& a) { return sm90::takes_decode_path(a, BM, BN, true, false); };
+  auto merging = [](const ForwardArgs& a) { return sm90::takes_decode_path(a, BM, BN, true, true); };
   // Streams at least halved: S_q 1-32 with a group of 4, any S_k (S_q 16
   // S_k 256 B32: 0.76x the dense time).
   EXPECT_TRUE(decode(shape(32, 16, 32, 8, 64)));
@@ -688,7 +695,7 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
   // must pay, from S_k 4096 (S_q 40 S_k 1024: B8 1.18x, B32 1.15x).
   EXPECT_FALSE(decode(shape(32, 48, 32, 8, 256))) << "3 tiles for 4, one chunk";
   EXPECT_FALSE(decode(shape(32, 40, 32, 8, 1024))) << "3 tiles for 4, two chunks";
-  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 48, 32, 8, 512), BM, 80, true)) << "D256 tiles";
+  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 48, 32, 8, 512), BM, 80, true, false)) << "D256 tiles";
   for (int32_t sk : {64, 256, 1024, 2048, 4095}) {
     EXPECT_FALSE(decode(shape(8, 64, 32, 8, sk))) << sk;
     EXPECT_FALSE(decode(shape(8, 40, 32, 8, sk))) << sk;
@@ -702,25 +709,43 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
   EXPECT_FALSE(decode(shape(8, 32, 32, 32, 4095)));
   EXPECT_TRUE(decode(shape(8, 32, 32, 32, 4096)));
   EXPECT_FALSE(decode(shape(8, 33, 32, 32, 8192))) << "above decode_max_seqlen_q unpacked";
+  // With merging units (D <= 128) MHA S_q 33-64 joins from S_k 4096 (B1 S_q
+  // 64 S_k 8192: 0.53x the dense time; B8 S_k 4096: 1.02x); the packed
+  // shapes answer as before.
+  for (int32_t sq : {33, 48, 64}) {
+    EXPECT_TRUE(merging(shape(8, sq, 32, 32, 4096))) << sq;
+    EXPECT_FALSE(merging(shape(8, sq, 32, 32, 4095))) << sq;
+    EXPECT_TRUE(merging(shape(1, sq, 48, 8, 8192))) << "a group of 6, S_q " << sq;
+  }
+  EXPECT_FALSE(merging(shape(8, 65, 32, 32, 8192))) << "above decode_max_seqlen_q";
+  for (int32_t sk : {64, 1024, 4096, 33000})
+    for (int32_t sq : {1, 8, 16, 32, 40, 64})
+      EXPECT_EQ(merging(shape(8, sq, 32, 8, sk)), decode(shape(8, sq, 32, 8, sk))) << sq << " " << sk;
   // Packing off: group 4 at S_q 16 shares nothing.
-  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 16, 32, 8, 1024), BM, BN, false));
+  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 16, 32, 8, 1024), BM, BN, false, false));
   // Along S_k the answer changes at most once, from dense to decode.
   for (int bn : {128, 80})
-    for (int32_t hkv : {32, 16, 8, 4, 2})
-      for (int32_t sq : {1, 2, 8, 17, 32, 33, 40, 48, 56, 64}) {
-        bool was = false;
-        int changes = 0;
-        for (int32_t sk = 1; sk <= 9000; ++sk) {
-          const bool now = sm90::takes_decode_path(shape(1, sq, 32, hkv, sk), BM, bn, true);
-          changes += now != was && sk > 1;
-          EXPECT_FALSE(was && !now) << "decode to dense at S_k " << sk << ", S_q " << sq << ", 32/" << hkv;
-          was = now;
+    for (bool merge : {false, true})
+      for (int32_t hkv : {32, 16, 8, 4, 2})
+        for (int32_t sq : {1, 2, 8, 17, 32, 33, 40, 48, 56, 64}) {
+          bool was = false;
+          int changes = 0;
+          for (int32_t sk = 1; sk <= 9000; ++sk) {
+            const bool now = sm90::takes_decode_path(shape(1, sq, 32, hkv, sk), BM, bn, true, merge);
+            changes += now != was && sk > 1;
+            EXPECT_FALSE(was && !now) << "decode to dense at S_k " << sk << ", S_q " << sq << ", 32/" << hkv;
+            was = now;
+          }
+          EXPECT_LE(changes, 1) << "S_q " << sq << ", 32/" << hkv << ", " << bn << "-key tiles";
         }
-        EXPECT_LE(changes, 1) << "S_q " << sq << ", 32/" << hkv << ", " << bn << "-key tiles";
-      }
   // The batch never enters.
   for (int32_t B : {1, 7, 4096})
     for (int32_t sk : {64, 1024, 4096, 33000})
       for (int32_t sq : {1, 8, 32, 64})
-        EXPECT_EQ(decode(shape(B, sq, 32, 8, sk)), decode(shape(1, sq, 32, 8, sk))) << B << " " << sq << " " << sk;
+        for (int32_t hkv : {8, 32}) {
+          EXPECT_EQ(decode(shape(B, sq, 32, hkv, sk)), decode(shape(1, sq, 32, hkv, sk)))
+              << B << " " << sq << " " << sk;
+          EXPECT_EQ(merging(shape(B, sq, 32, hkv, sk)), merging(shape(1, sq, 32, hkv, sk)))
+              << B << " " << sq << " " << sk;
+        }
 }

@@ -64,10 +64,18 @@ inline bool packs_query_rows(int32_t kv_group, int block_m) {
 // to S_q 32 (B1 S_q 32 MHA: 38.8 vs 94.0; B8 and B32 level) but 5-7 %
 // slower at S_q 64 from B4 on (the partials' round trip outweighs the
 // split once the dense kernel fills the GPU).
+// With merging units (`merging_units`: the decode kernel merges its own
+// chunks where the batch fills the GPU, decode_local.cuh; D <= 128) the
+// unpacked cost from B8 on falls to 1-2 % (MHA S_q 64 S_k 4096 B8: 137.6
+// us against the dense kernels' 135.1, split units 155.0) while B1 gains
+// 1.9x (MHA S_q 64 S_k 8192: 40.7 against 77.2; session 37): unpacked S_q
+// up to 64 there too.
 constexpr int32_t kDecodeMaxSqUnpacked = 32;
 constexpr int32_t kDecodeMaxSqPacked = 64;
-inline int32_t decode_max_seqlen_q(const kernels::ForwardArgs& a, int block_m, bool pack_sq) {
-  return pack_sq && packs_query_rows(a.kv_group, block_m) ? kDecodeMaxSqPacked : kDecodeMaxSqUnpacked;
+constexpr int32_t kDecodeMaxSqMerging = 64;
+inline int32_t decode_max_seqlen_q(const kernels::ForwardArgs& a, int block_m, bool pack_sq, bool merging_units) {
+  if (pack_sq && packs_query_rows(a.kv_group, block_m)) return kDecodeMaxSqPacked;
+  return merging_units ? kDecodeMaxSqMerging : kDecodeMaxSqUnpacked;
 }
 
 // The call's plan from its public shape (block_m: the decode kernel's
@@ -123,11 +131,13 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 //    the loss from B8 large (1.15-1.53x). At S_q = 1 the partials are one
 //    row per head: taken from two chunks (MHA S_k 2048 B1 0.63x, B8 1.08x;
 //    D 256 S_k 4096 B1 0.55x, S_k 1024 B8 1.13x).
-// docs/perf-log.md, sessions 35-36 (H200, fp16, D 128 and 256). A split
-// that does not change bits with B -- one CTA merging its tile's chunks in
-// the combine's exact order where the batch fills the GPU -- would remove
-// the cost from B8 on: built for D <= 128 behind DHP_SM90_DECODE_LOCAL=1
-// (decode_local.cuh), not yet measured (perf-log, session 36).
+// docs/perf-log.md, sessions 35-36 (H200, fp16, D 128 and 256; the costs
+// above are split units'). Merging units (one CTA merging its tile's
+// chunks in the combine's exact order where the batch fills the GPU; D <=
+// 128, decode_local.cuh) cut the cost from B8 on to 2-9 % (session 37: S_q
+// 64 group 4 S_k 4096 B8 97.4 vs 90.5 us, B32 386.5 vs 357.7; MHA S_q 32
+// B8 139.1 vs 137.2; S_q 1 MHA S_k 2048 B8 74.8 vs 68.7), the chunk
+// restarts a merging unit pays where the dense kernel runs through.
 constexpr int32_t kDecodeMinKeysUnshared = 4096;
 // The packing is decode_plan's (q_pack): the packed rows fill
 // ceil(S_q q_pack / block_m) tiles per kv head, the q_pack heads alone
@@ -135,8 +145,9 @@ constexpr int32_t kDecodeMinKeysUnshared = 4096;
 // falls, so the answer changes at most once along S_k. The rule judges the
 // default chunking (DHP_SM90_DECODE_CHUNK is an A/B knob of the launcher,
 // not seen here).
-inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
-  if (a.seqlen_q < 1 || a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq)) return false;
+inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq,
+                              bool merging_units) {
+  if (a.seqlen_q < 1 || a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq, merging_units)) return false;
   const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq);
   const int64_t packed_tiles = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
   const int64_t own_tiles = p.q_pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
@@ -145,8 +156,8 @@ inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int bl
   return a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared;
 }
 
-// Whether a DHP_SM90_DECODE_LOCAL build runs a call's decode work as
-// merging units (decode_local.cuh: one per query tile, which merges its own
+// Whether a DHP_SM90_DECODE_LOCAL build (the default) runs a call's
+// decode work as merging units (decode_local.cuh: one per query tile, which merges its own
 // chunks) rather than split units and the combine: where the tiles alone
 // fill the grid (`sms` CTAs) and, in whole rounds, take no more than 3/2
 // the rounds of chunks the split units would. Both give the same bits, so
@@ -155,7 +166,12 @@ inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int bl
 // round count shows (B8 S_q 40 group 4 S_k 4096, 192 tiles of 6 chunks on
 // 132 SMs: 12 rounds against 9, and 86.3 us on the 64-row dense kernels --
 // a merging unit's work -- against 92.3 split; docs/perf-log.md, session
-// 36). A first guess, for the A/B to settle.
+// 36). Session 37's A/B (H200, D128, the same run): where this takes
+// merging units they ran 0.89-0.98x the split units' time (B8 S_q 64 group
+// 4 S_k 4096 97.4 vs 108.1 us, B32 386.5 vs 437.2, B32 S_q 8 135.7 vs
+// 152.5, MHA S_q 64 B8 137.6 vs 155.0), level at 12 rounds against 9 (B8
+// S_q 40: 92.0 vs 91.6); where it does not (B1, 32 tiles) they ran 2.2-2.5x
+// slower (47.1 vs 18.6).
 inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
   if (splits < 2 || sms <= 0 || tiles < sms) return false;
   const int64_t merged_rounds = (tiles + sms - 1) / sms * splits;

@@ -100,12 +100,15 @@
 #ifndef DHP_SM90_DENSE_64ROWS
 #define DHP_SM90_DENSE_64ROWS 1
 #endif
-// Decode units that merge their own chunks (decode_local.cuh): built with
-// DHP_SM90_DECODE_LOCAL=1 only, not yet measured (docs/perf-log.md, session
-// 36). The build also moves the split path onto the same merge arithmetic
-// (chunk_merge.cuh), so that both give the same bits.
+// Decode units that merge their own chunks (decode_local.cuh), D <= 128,
+// taken where the batch fills the GPU (decode.hpp, merging_units_pay):
+// 10-11 % faster than split units there (B8 GQA 32/8 S_q 64 S_k 4096 97.4
+// vs 108.1 us, B32 S_q 8 135.7 vs 152.5; docs/perf-log.md, session 37).
+// The build also moves the split path onto the same merge arithmetic
+// (chunk_merge.cuh), so that both give the same bits. 0: split units
+// only, the session-36 kernels (A/B).
 #ifndef DHP_SM90_DECODE_LOCAL
-#define DHP_SM90_DECODE_LOCAL 0
+#define DHP_SM90_DECODE_LOCAL 1
 #endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40

@@ -400,8 +400,9 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
 // falls back to 64 with secret lengths).
 template <typename T, int D, bool LENGTHS>
 cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
-  // Decoding (S_q up to decode_max_seqlen_q: 32, or 64 with GQA packed,
-  // where takes_decode_path finds that the packing or the split pays;
+  // Decoding (S_q up to decode_max_seqlen_q: 64 with GQA packed or with
+  // merging units, else 32; where takes_decode_path finds that the packing
+  // or the split pays;
   // DHP_SM90_DECODE_MAX_SQ=N forces every S_q <= N onto it, 0: never): the
   // decode path (decode.hpp). Public shape only, never the batch. Not at
   // D = 64 unless DHP_SM90_DECODE_D64=1: there gate 1 found a hardware
@@ -415,7 +416,8 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   using Decode = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>;
   const bool decode_shape = decode_env != nullptr
                                 ? a.seqlen_q <= std::atoi(decode_env)
-                                : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>());
+                                : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>(),
+                                                    Decode::kMergeChunks);
   const bool decode_here = D != 64 || (d64_env != nullptr && std::strcmp(d64_env, "1") == 0);
   if (decode_shape && decode_here) return launch_decode<Decode>(a, s);
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by

@@ -63,8 +63,8 @@ struct TileScheduler {
   // Work units per query tile: one per chunk in the decode kernel's split
   // units; one where a unit merges its own chunks (ForwardArgs::decode_local,
   // decode_local.cuh) and in the dense kernels.
-  // (Merging units exist in a DHP_SM90_DECODE_LOCAL build only: elsewhere
-  // the flag is not read, and the shipped kernels' code does not change.)
+  // (Merging units exist in a DHP_SM90_DECODE_LOCAL build only -- the
+  // default since session 37; in a =0 build the flag is not read.)
   __host__ __device__ static int32_t units_per_tile(const kernels::ForwardArgs& a) {
     return SPLIT && !(DHP_SM90_DECODE_LOCAL && a.decode_local) ? a.kv_splits : 1;
   }

@@ -9,7 +9,7 @@
 // summed over c = 0, 1, ... in that order whatever the data: the chunks are
 // a function of S_k alone (decode_plan), so a sequence gets the same bits
 // alone or in any batch (threat model G5). In a DHP_SM90_DECODE_LOCAL build
-// the same result is computed streaming, chunk after chunk from the last
+// (the default since session 37) the same result is computed streaming, chunk after chunk from the last
 // (chunk_merge.cuh), the order and operations of the decode units that
 // merge their own chunks (decode_local.cuh).
 //
