@@ -134,7 +134,7 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
 // docs/perf-log.md, sessions 35-36 (H200, fp16, D 128 and 256; the costs
 // above are split units'). Merging units (one CTA merging its tile's
 // chunks in the combine's exact order where the batch fills the GPU; D <=
-// 128, decode_local.cuh) cut the cost from B8 on to 2-9 % (session 37: S_q
+// 128, decode_local.cuh) cut the cost from B8 on to 1-9 % (session 37: S_q
 // 64 group 4 S_k 4096 B8 97.4 vs 90.5 us, B32 386.5 vs 357.7; MHA S_q 32
 // B8 139.1 vs 137.2; S_q 1 MHA S_k 2048 B8 74.8 vs 68.7), the chunk
 // restarts a merging unit pays where the dense kernel runs through.
