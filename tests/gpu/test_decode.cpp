@@ -219,20 +219,24 @@ void expect_merging_equals_split(const Shape& s, int64_t B) {
   EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << seed << ")";
 }
 
-// Merging units against split units (a DHP_SM90_DECODE_LOCAL build; in the
-// shipped build both runs take split units, and the test checks that the
-// path is deterministic): every way the kernel's rows map back to the
-// call's -- packed at S_q = 1 (GQA 128/32: four heads as the rows of one),
-// unpacked (MHA, 64 heads), packed at S_q > 1 (GQA 128/32 at S_q 16, one
-// 64-row tile per kv head; GQA 32/8 at S_q 40 over three tiles, the last
-// partial, causal, secret lengths) -- at B > 1, so that the batch terms of
-// the addresses count.
+// Merging units against split units (a DHP_SM90_DECODE_LOCAL build, the
+// default; in a =0 build both runs take split units, and the test checks
+// that the path is deterministic): every way the kernel's rows map back to
+// the call's -- packed at S_q = 1 (GQA 128/32: four heads as the rows of
+// one), unpacked (MHA, 64 heads at S_q 1; 16 heads at S_q 48, which only
+// merging units' decode_max_seqlen_q lets onto the decode path, causal,
+// secret lengths), packed at S_q > 1 (GQA 128/32 at S_q 16, one 64-row tile
+// per kv head; GQA 32/8 at S_q 40 over three tiles, the last partial,
+// causal, secret lengths) -- at B > 1, so that the batch terms of the
+// addresses count. Every shape takes the decode path by the shipped rule
+// (S_k >= 4096 or packing), so the test does not set DHP_SM90_DECODE_MAX_SQ.
 TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
   DHP_REQUIRE_GPU();
   const Shape shapes[] = {{DType::kFloat16, 5000, 128, 32, 128, false, true},
                           {DType::kFloat16, 5000, 64, 64, 128, false, true},
                           {DType::kBFloat16, 4500, 128, 32, 128, true, false, 16},
-                          {DType::kFloat16, 6000, 32, 8, 128, true, true, 40}};
+                          {DType::kFloat16, 6000, 32, 8, 128, true, true, 40},
+                          {DType::kBFloat16, 4100, 16, 16, 128, true, true, 48}};
   for (const Shape& s : shapes) {
     SCOPED_TRACE("S_q " + std::to_string(s.sq) + " S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) +
                  "/" + std::to_string(s.hkv));

@@ -167,11 +167,11 @@ inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int bl
 // 132 SMs: 12 rounds against 9, and 86.3 us on the 64-row dense kernels --
 // a merging unit's work -- against 92.3 split; docs/perf-log.md, session
 // 36). Session 37's A/B (H200, D128, the same run): where this takes
-// merging units they ran 0.89-0.98x the split units' time (B8 S_q 64 group
+// merging units they ran 0.88-0.98x the split units' time (B8 S_q 64 group
 // 4 S_k 4096 97.4 vs 108.1 us, B32 386.5 vs 437.2, B32 S_q 8 135.7 vs
 // 152.5, MHA S_q 64 B8 137.6 vs 155.0), level at 12 rounds against 9 (B8
-// S_q 40: 92.0 vs 91.6); where it does not (B1, 32 tiles) they ran 2.2-2.5x
-// slower (47.1 vs 18.6).
+// S_q 40: 92.0 vs 91.6), on the S_k 4096 shapes the decode path takes; where
+// it does not (B1, 32 tiles) they ran 2.0-2.5x slower (47.1 vs 18.6).
 inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
   if (splits < 2 || sms <= 0 || tiles < sms) return false;
   const int64_t merged_rounds = (tiles + sms - 1) / sms * splits;

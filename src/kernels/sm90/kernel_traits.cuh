@@ -102,8 +102,9 @@
 #endif
 // Decode units that merge their own chunks (decode_local.cuh), D <= 128,
 // taken where the batch fills the GPU (decode.hpp, merging_units_pay):
-// 10-11 % faster than split units there (B8 GQA 32/8 S_q 64 S_k 4096 97.4
-// vs 108.1 us, B32 S_q 8 135.7 vs 152.5; docs/perf-log.md, session 37).
+// 0.88-0.98x the split units' time there on the S_k 4096 shapes measured
+// (B8 GQA 32/8 S_q 64 97.4 vs 108.1 us, B32 S_q 8 135.7 vs 152.5;
+// docs/perf-log.md, session 37).
 // The build also moves the split path onto the same merge arithmetic
 // (chunk_merge.cuh), so that both give the same bits. 0: split units
 // only, the session-36 kernels (A/B).
