@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU runs that decided the merging decode units (decode_local.cuh,
-# docs/perf-log.md sessions 36-37; shipped since session 37, so the
-# DHP_SM90_DECODE_LOCAL=1 build below is the default one), in two calls:
+# docs/perf-log.md sessions 36-37; shipped since session 37, when the
+# DHP_SM90_DECODE_LOCAL build macro they needed went away), in two calls:
 # PART=1 ran past 600 s in session 37 (GATES=0, or GATE_DEADLINE_S=60, keeps
 # it inside one call):
 #   PART=1: the suites (scripts/hopper-suites.sh) as built, with every
@@ -17,7 +17,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-decode-local-out}"; mkdir -p "$out"
-export CUDA_FLAGS=-DDHP_SM90_DECODE_LOCAL=1
 if [ "${PART:-1}" = 1 ]; then
   OUT="$out" scripts/hopper-suites.sh "merging everywhere=DHP_SM90_DECODE_LOCAL=1 DHP_SM90_DECODE_MAX_SQ=64" \
     "dense=DHP_SM90_DECODE_MAX_SQ=0" || exit 1

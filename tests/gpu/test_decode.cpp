@@ -140,7 +140,7 @@ TEST(Decode, SequenceAloneMatchesItInABatchBitwise) {
 }
 
 // DHP_SM90_DECODE_LOCAL for one scope (the launcher reads it at every call
-// in a build with merging units; the shipped build ignores it).
+// of the D <= 128 decode kernel).
 class LocalSetting {
  public:
   explicit LocalSetting(const char* value) {
@@ -219,9 +219,8 @@ void expect_merging_equals_split(const Shape& s, int64_t B) {
   EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << seed << ")";
 }
 
-// Merging units against split units (a DHP_SM90_DECODE_LOCAL build, the
-// default; in a =0 build both runs take split units, and the test checks
-// that the path is deterministic): every way the kernel's rows map back to
+// Merging units against split units (D = 128, the decode kernel's
+// kMergeChunks): every way the kernel's rows map back to
 // the call's -- packed at S_q = 1 (GQA 128/32: four heads as the rows of
 // one), unpacked (MHA, 64 heads at S_q 1; 16 heads at S_q 48, which only
 // merging units' decode_max_seqlen_q lets onto the decode path, causal,

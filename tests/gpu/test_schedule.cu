@@ -656,7 +656,7 @@ TEST(Decode, LongestQueryOnTheDecodePathFollowsThePacking) {
   static_assert(sm90::kDecodeMaxSqUnpacked < sm90::kDecodeMaxSqMerging);
 }
 
-// Merging units (a DHP_SM90_DECODE_LOCAL build) only where the tiles fill
+// Merging units (the D <= 128 decode kernel) only where the tiles fill
 // the grid and whole rounds of them cost at most 3/2 the split units'
 // rounds of chunks; never with one chunk.
 TEST(Decode, MergingUnitsWhereTilesFillTheGrid) {

@@ -4,9 +4,8 @@
 // that merges its own chunks as it finishes them (decode_local.cuh). Both
 // take the chunks in the same order with these functions, so a row gets
 // the same bits whichever ran it -- which is what lets the launcher choose
-// between them by the batch size (threat model G5). Built with
-// DHP_SM90_DECODE_LOCAL=1 (kernel_traits.cuh; the default since session
-// 37, docs/perf-log.md); a =0 build keeps the combine's older two-pass form.
+// between them by the batch size (threat model G5; shipped since session
+// 37, docs/perf-log.md).
 //
 // A chunk c of a row leaves x_c = O_c / l_c (fp32; 0 where it saw no key or
 // the row is padding) and lse_c (natural log of l_c in the scores' scale,

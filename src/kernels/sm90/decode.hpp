@@ -156,7 +156,7 @@ inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int bl
   return a.seqlen_q == 1 || a.seqlen_k >= kDecodeMinKeysUnshared;
 }
 
-// Whether a DHP_SM90_DECODE_LOCAL build (the default) runs a call's
+// Whether the decode kernel (D <= 128: kMergeChunks) runs a call's
 // decode work as merging units (decode_local.cuh: one per query tile, which merges its own
 // chunks) rather than split units and the combine: where the tiles alone
 // fill the grid (`sms` CTAs) and, in whole rounds, take no more than 3/2

@@ -1,6 +1,5 @@
-// The decode kernel's chunk results (decode.hpp), in a build with
-// DHP_SM90_DECODE_LOCAL=1 (kernel_traits.cuh, kMergeChunks; the default
-// since session 37):
+// The decode kernel's chunk results (decode.hpp), D <= 128
+// (kernel_traits.cuh, kMergeChunks):
 //  * every unit computes its chunk's x and lse with chunk_merge.cuh's
 //    arithmetic (chunk_result);
 //  * a split unit (one chunk) writes them as fp32 partials for the combine

@@ -100,17 +100,6 @@
 #ifndef DHP_SM90_DENSE_64ROWS
 #define DHP_SM90_DENSE_64ROWS 1
 #endif
-// Decode units that merge their own chunks (decode_local.cuh), D <= 128,
-// taken where the batch fills the GPU (decode.hpp, merging_units_pay):
-// 0.88-0.98x the split units' time there on the S_k 4096 shapes measured
-// (B8 GQA 32/8 S_q 64 97.4 vs 108.1 us, B32 S_q 8 135.7 vs 152.5;
-// docs/perf-log.md, session 37).
-// The build also moves the split path onto the same merge arithmetic
-// (chunk_merge.cuh), so that both give the same bits. 0: split units
-// only, the session-36 kernels (A/B).
-#ifndef DHP_SM90_DECODE_LOCAL
-#define DHP_SM90_DECODE_LOCAL 1
-#endif
 #ifndef DHP_SM90_PRODUCER_REGS
 #define DHP_SM90_PRODUCER_REGS 40
 #endif
@@ -188,10 +177,13 @@ struct Sm90Traits {
   static constexpr bool kOneGemm = ONE_GEMM_;
   static constexpr bool kDecode = DECODE_;
   static constexpr bool kPackedRows = DECODE_ && DHP_SM90_PACKED_ROWS != 0;  // S_q > 1 packed (above)
-  // The decode kernel's chunks merged in the unit (DHP_SM90_DECODE_LOCAL
-  // above): the running O in shared memory, 64 x D fp32 -- room beside Q
-  // and the ring up to D = 128 (32 KB), not at D = 256.
-  static constexpr bool kMergeChunks = DECODE_ && DHP_SM90_DECODE_LOCAL != 0 && D <= 128;
+  // Decode units that may merge their own chunks (decode_local.cuh), taken
+  // where the batch fills the GPU (decode.hpp, merging_units_pay): 0.88-
+  // 0.98x the split units' time there on the S_k 4096 shapes measured (B8
+  // GQA 32/8 S_q 64 97.4 vs 108.1 us, B32 S_q 8 135.7 vs 152.5;
+  // docs/perf-log.md, session 37). The running O in shared memory, 64 x D
+  // fp32 -- room beside Q and the ring up to D = 128 (32 KB), not at 256.
+  static constexpr bool kMergeChunks = DECODE_ && D <= 128;
   static_assert(!DECODE_ || (NC_ == 1 && !HALF_ && !ONE_GEMM_), "decode: one consumer warpgroup, 64-row tiles");
   // Built and tested for D = 256 without secret lengths only (launch.cuh);
   // elsewhere its register split and one stage have not been checked.

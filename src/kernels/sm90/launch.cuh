@@ -301,11 +301,10 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   kernels::ForwardArgs a = decode_args(call, plan);
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
-  // Merging units (decode_local.cuh; a DHP_SM90_DECODE_LOCAL build, D <=
-  // 128) where merging_units_pay (decode.hpp), split units elsewhere: the
-  // batch may decide, both give the same bits. DHP_SM90_DECODE_LOCAL=0|1
-  // forces one (A/B; read at every call, so that a test can run both in
-  // one process).
+  // Merging units (decode_local.cuh; D <= 128) where merging_units_pay
+  // (decode.hpp), split units elsewhere: the batch may decide, both give
+  // the same bits. DHP_SM90_DECODE_LOCAL=0|1 forces one (A/B; read at every
+  // call, so that a test can run both in one process).
   if constexpr (Traits::kMergeChunks) {
     const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
     const bool local = local_env != nullptr ? std::atoi(local_env) != 0

@@ -30,7 +30,6 @@
 
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
-#include "kernels/sm90/kernel_traits.cuh"
 
 namespace dhp::sm90 {
 
@@ -63,10 +62,8 @@ struct TileScheduler {
   // Work units per query tile: one per chunk in the decode kernel's split
   // units; one where a unit merges its own chunks (ForwardArgs::decode_local,
   // decode_local.cuh) and in the dense kernels.
-  // (Merging units exist in a DHP_SM90_DECODE_LOCAL build only -- the
-  // default since session 37; in a =0 build the flag is not read.)
   __host__ __device__ static int32_t units_per_tile(const kernels::ForwardArgs& a) {
-    return SPLIT && !(DHP_SM90_DECODE_LOCAL && a.decode_local) ? a.kv_splits : 1;
+    return SPLIT && !a.decode_local ? a.kv_splits : 1;
   }
 
   // The snake deal: in round r, CTA c takes position snake(r, c, G) of the
@@ -146,7 +143,7 @@ __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardAr
   p.head_kv = p.tile.head / args.kv_group;
   p.n_end = sm80::KeyTileRange<BM, BN>(args, p.tile.m_block * BM).n_end;
   if constexpr (SPLIT) {
-    if (!(DHP_SM90_DECODE_LOCAL && args.decode_local)) {  // public: a merging unit walks the whole range
+    if (!args.decode_local) {  // public: a merging unit walks the whole range
       const KeyChunk c = key_chunk(p.n_end, p.tile.split, args.split_key_tiles);
       p.n_begin = c.n_begin, p.n_end = c.n_end;
     }

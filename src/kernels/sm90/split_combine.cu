@@ -8,7 +8,6 @@
 #include "kernels/common/ct.cuh"
 #include "kernels/common/launch_util.hpp"
 #include "kernels/sm90/chunk_merge.cuh"
-#include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/split_combine.hpp"
 #include "kernels/sm90/tma.cuh"
 
@@ -67,7 +66,6 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
   const int64_t unit = static_cast<int64_t>(a.batch) * a.part_heads * a.part_seqlen;  // rows per chunk
   pdl::wait_for_previous_grid();  // the partials: written by the attention kernel
 
-#if DHP_SM90_DECODE_LOCAL
   // The streaming merge of chunk_merge.cuh, chunks last first: the order
   // and the operations of a decode unit that merges its own chunks
   // (decode_local.cuh), so that a row gets the same bits from either.
@@ -90,35 +88,6 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
   store_row<T, E>(out_row, acc);
   if (a.lse != nullptr && lane == 0)  // public
     a.lse[(static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + s] = chunk_merge::lse(row, kept);
-#else
-  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.69314718055994531f;
-  // m = max_c lse_c (NaN ignored: its own weight carries it), in log2 units.
-  float m = -INFINITY;
-  for (int32_t c = 0; c < a.splits; ++c)  // public trip count
-    m = ct::ct_fmax(m, __ldg(a.lse_partial + c * unit + prow) * kLog2e);
-  const float m_used = ct::ct_select_eq_f(m, -INFINITY, 0.0f, m);  // every chunk empty: weights 0
-  float acc[E], l = 0.0f;
-#pragma unroll
-  for (int e = 0; e < E; ++e) acc[e] = 0.0f;
-  for (int32_t c = 0; c < a.splits; ++c) {  // public trip count, fixed order
-    const float w = ct::ct_exp2(__ldg(a.lse_partial + c * unit + prow) * kLog2e - m_used);
-    l += w;
-    float x[E];
-    load_partial<E>(a.o_partial + (c * unit + prow) * D + lane * E, x);
-#pragma unroll
-    for (int e = 0; e < E; ++e) acc[e] = fmaf(w, x[e], acc[e]);
-  }
-  // keep: some chunk saw a key (l != 0; a NaN l is kept and propagates).
-  const ct::Mask keep = ct::ct_mask_not(ct::ct_mask_eq_f(l, 0.0f));
-  const float inv_l = ct::ct_rcp(l);
-#pragma unroll
-  for (int e = 0; e < E; ++e) acc[e] = ct::ct_select(keep, acc[e] * inv_l, 0.0f);
-  T* dst = static_cast<T*>(a.o) + b * a.o_stride_batch + s * a.o_stride_seq + h * a.o_stride_head + lane * E;
-  store_row<T, E>(dst, acc);
-  if (a.lse != nullptr && lane == 0)  // public
-    a.lse[(static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + s] =
-        ct::ct_select(keep, (m_used + ct::ct_log2(l)) * kLn2, -INFINITY);
-#endif  // DHP_SM90_DECODE_LOCAL
 #endif
 }
 

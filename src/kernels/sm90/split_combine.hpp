@@ -4,14 +4,13 @@
 // Chunk c of row i left O_c (normalised by its own softmax sum, fp32) and
 // lse_c (natural log of that sum, in the scores' scale; -inf for a chunk
 // that saw no key). The row's result is
-//   m = max_c lse_c,  w_c = exp(lse_c - m),  O = sum_c w_c O_c / sum_c w_c,
-//   lse = m + log(sum_c w_c),
-// summed over c = 0, 1, ... in that order whatever the data: the chunks are
-// a function of S_k alone (decode_plan), so a sequence gets the same bits
-// alone or in any batch (threat model G5). In a DHP_SM90_DECODE_LOCAL build
-// (the default since session 37) the same result is computed streaming, chunk after chunk from the last
-// (chunk_merge.cuh), the order and operations of the decode units that
-// merge their own chunks (decode_local.cuh).
+//   O = sum_c exp(lse_c) O_c / sum_c exp(lse_c),  lse = log(sum_c exp(lse_c)),
+// computed streaming (a running max and rescale, chunk_merge.cuh) over c =
+// splits - 1, ..., 0 in that order whatever the data: the chunks are a
+// function of S_k alone (decode_plan), so a sequence gets the same bits
+// alone or in any batch (threat model G5), and the order and operations are
+// those of the decode units that merge their own chunks (decode_local.cuh),
+// so it gets the same bits from either.
 //
 // Constant time: one warp per output row, every chunk read, loops to the
 // public chunk count; exp2 / rcp / log2 by MUFU (kernels/common/ct.cuh),
