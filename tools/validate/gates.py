@@ -81,8 +81,8 @@ GATE1 = [
     # s * 4 + g (28 rows), the causal mask on row >> 2 per row half.
     ("fp16 D128 decode causal separate GQA S_q 7", "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 7 --seqlen-k 3000 --head-dim 128 --causal --lengths separate"),
     # Dense 64-row tiles at S_q <= 64, D128 / D256 (one consumer warpgroup,
-    # launch.cuh): each head dim without and with lengths (MHA past
-    # decode_max_seqlen_q's unpacked 32: the dense kernels).
+    # launch.cuh): each head dim without and with lengths (MHA below S_k
+    # 4096, which takes_decode_path leaves to the dense kernels).
     ("fp16 D128 causal separate S_q 48, 64-row tiles", "--dtype fp16 --batch 2 --heads 4 --seqlen 48 --seqlen-k 700 --head-dim 128 --causal --lengths separate"),
     ("bf16 D128 none S_q 40, 64-row tiles", "--dtype bf16 --batch 2 --heads 4 --seqlen 40 --seqlen-k 300 --head-dim 128"),
     ("bf16 D256 none S_q 64, 64-row tiles", "--dtype bf16 --batch 2 --heads 4 --seqlen 64 --seqlen-k 500 --head-dim 256"),
