@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU run for the decode path (src/kernels/sm90/decode.hpp): the build
 # and suites (scripts/hopper-suites.sh; again with every S_q <= 64 call on
-# the decode path, D = 64 included, in one-key-tile chunks: causal masks at S_q > 1 and many
+# the decode path in one-key-tile chunks: causal masks at S_q > 1 and many
 # chunks per row), then the Python package and scripts/decode-shapes.py with
 # the decode path as shipped, without it (DHP_SM90_DECODE_MAX_SQ=0: the
 # dense kernels, as before), and once per setting in CHUNKS (LABEL=ENV,
@@ -16,7 +16,7 @@ out="${OUT:-decode-run-out}"; mkdir -p "$out"
 # small S_q the decode path now takes) and with S_q > 1 packing off.
 # EXTRA_SUITE: one more suite setting (LABEL=ENV...).
 if [ "${SUITES:-1}" = 1 ]; then
-  OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1 DHP_SM90_DECODE_D64=1" \
+  OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1" \
     "dense=DHP_SM90_DECODE_MAX_SQ=0" "unpacked=DHP_SM90_DECODE_PACK_SQ=0 DHP_SM90_DECODE_MAX_SQ=64" \
     ${EXTRA_SUITE:+"$EXTRA_SUITE"} || exit 1
 fi

@@ -219,8 +219,8 @@ void expect_merging_equals_split(const Shape& s, int64_t B) {
   EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << seed << ")";
 }
 
-// Merging units against split units (D = 128, the decode kernel's
-// kMergeChunks): every way the kernel's rows map back to
+// Merging units against split units (D = 128 and 64, the decode kernel's
+// kMergeChunks; D = 64 since session 38): every way the kernel's rows map back to
 // the call's -- packed at S_q = 1 (GQA 128/32: four heads as the rows of
 // one), unpacked (MHA, 64 heads at S_q 1; 16 heads at S_q 48, which only
 // merging units' decode_max_seqlen_q lets onto the decode path, causal,
@@ -235,7 +235,9 @@ TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
                           {DType::kFloat16, 5000, 64, 64, 128, false, true},
                           {DType::kBFloat16, 4500, 128, 32, 128, true, false, 16},
                           {DType::kFloat16, 6000, 32, 8, 128, true, true, 40},
-                          {DType::kBFloat16, 4100, 16, 16, 128, true, true, 48}};
+                          {DType::kBFloat16, 4100, 16, 16, 128, true, true, 48},
+                          {DType::kFloat16, 5000, 64, 16, 64, false, true},
+                          {DType::kBFloat16, 4200, 32, 8, 64, true, true, 40}};
   for (const Shape& s : shapes) {
     SCOPED_TRACE("S_q " + std::to_string(s.sq) + " S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) +
                  "/" + std::to_string(s.hkv));

@@ -177,9 +177,8 @@ std::vector<Case> all_cases() {
     c.with_lse = false;
     cs.push_back(c);
   }
-  // Decoding, S_q = 1 (the Hopper decode path, sm90/decode.hpp; D = 128 and
-  // 256, and D = 64 where DHP_SM90_DECODE_D64=1, as in the GPU scripts'
-  // second suite run): key ranges split into chunks merged by the combine
+  // Decoding, S_q = 1 (the Hopper decode path, sm90/decode.hpp; every head
+  // dim, D = 64 since session 38): key ranges split into chunks merged by the combine
   // kernel, and with GQA the query heads of a kv head packed as one tile's
   // rows. Every head dim and dtype,
   // key lengths that are not tile or chunk multiples, causal (a no-op at
@@ -212,7 +211,7 @@ std::vector<Case> all_cases() {
   // - L_q); the power-of-two groups packed as rows s q_pack + g: 4 (28
   // rows; 160 rows in three 64-row tiles, the last partial), 64 (MQA: one
   // position per 64-row block), 2 (BHSD, secret L_q at S_q 5; 128 rows at
-  // S_q 64, no lengths), 8 at D = 64 (dense unless DHP_SM90_DECODE_D64=1);
+  // S_q 64, no lengths), 8 at D = 64;
   // a group of 6 stays unpacked (decode at S_q 3, dense at 64 below S_k
   // 4096); MHA decode at S_q 32, dense at 33 below S_k 4096, decode at S_q
   // 48 from it (merging units' decode_max_seqlen_q at D128). (The GQA S_q 17 cases above take the decode

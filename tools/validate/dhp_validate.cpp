@@ -398,11 +398,12 @@ int run_sanitize() {
       {DType::kFloat16, 2, 2, 1, 300, 300, 256, true, LengthMode::kShared, true},
       // The decode path (sm90/decode.hpp, S_q = 1): chunks of the key range
       // as work units, fp32 partials, the combine; GQA packed (66 heads on
-      // one kv head: two query blocks; D = 128, since D = 64 keeps the
-      // dense kernels: launch.cuh), V's copy before it; MHA unpacked.
+      // one kv head: two query blocks), V's copy before it; MHA unpacked;
+      // every head dim (D = 64 since session 38).
       {DType::kFloat16, 2, 8, 2, 1, 700, 128, true, LengthMode::kSeparate, true},
       {DType::kBFloat16, 2, 66, 1, 1, 1000, 128, false, LengthMode::kSeparate, false},
       {DType::kBFloat16, 3, 4, 4, 1, 333, 256, false, LengthMode::kNone, true},
+      {DType::kFloat16, 2, 16, 4, 1, 1100, 64, false, LengthMode::kSeparate, true},
       // S_q > 1 on the decode path (decode.hpp, decode_max_seqlen_q), the
       // causal mask kept: GQA packed as rows s q_pack + g (28 rows; 160
       // rows in three tiles, the last one partial) and MHA unpacked, these

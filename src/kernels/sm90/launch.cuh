@@ -403,22 +403,18 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   // merging units, else 32; where takes_decode_path finds that the packing
   // or the split pays;
   // DHP_SM90_DECODE_MAX_SQ=N forces every S_q <= N onto it, 0: never): the
-  // decode path (decode.hpp). Public shape only, never the batch. Not at
-  // D = 64 unless DHP_SM90_DECODE_D64=1: there gate 1 found a hardware
-  // instruction count (smsp__thread_inst_executed_pred_on) 160 lower for
-  // the nan-inf-rows input class than for the others, in every repeat, with
-  // every SASS-level count identical (docs/perf-log.md, session 32) -- a
-  // failing gate is a regression, so D = 64 keeps the dense kernels, which
-  // pass it on the same shape.
+  // decode path (decode.hpp). Public shape only, never the batch. Every
+  // head dim: D = 64 joined in session 38, when gate 1 passed on its decode
+  // kernel (a hardware count, smsp__thread_inst_executed_pred_on, had
+  // separated the nan-inf-rows class on session 32's kernel and no longer
+  // does; docs/perf-log.md, session 38).
   static const char* decode_env = std::getenv("DHP_SM90_DECODE_MAX_SQ");
-  static const char* d64_env = std::getenv("DHP_SM90_DECODE_D64");
   using Decode = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>;
   const bool decode_shape = decode_env != nullptr
                                 ? a.seqlen_q <= std::atoi(decode_env)
                                 : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>(),
                                                     Decode::kMergeChunks);
-  const bool decode_here = D != 64 || (d64_env != nullptr && std::strcmp(d64_env, "1") == 0);
-  if (decode_shape && decode_here) return launch_decode<Decode>(a, s);
+  if (decode_shape) return launch_decode<Decode>(a, s);
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
 #if DHP_SM90_DENSE_64ROWS
   // Dense 64-row tiles where S_q <= 64 (D = 128 / 256; kernel_traits.cuh):
