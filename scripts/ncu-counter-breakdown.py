@@ -12,9 +12,9 @@ difference lives in, not a gate: scripts/dhp-validate judges.
     scripts/ncu-counter-breakdown.py [--build-dir DIR] [--out DIR]
         [--pattern REGEX] [--repeats N] -- RUNNER-CONFIG...
 
-e.g. DHP_SM90_DECODE_D64=1 scripts/ncu-counter-breakdown.py -- --dtype bf16
---batch 1 --heads 8 --heads-kv 2 --seqlen 1 --seqlen-k 2100 --head-dim 64
---causal
+e.g. (session 38, the D64 decode kernel: nothing separated classes)
+scripts/ncu-counter-breakdown.py -- --dtype bf16 --batch 1 --heads 8
+--heads-kv 2 --seqlen 1 --seqlen-k 2100 --head-dim 64 --causal
 """
 import argparse
 import json
