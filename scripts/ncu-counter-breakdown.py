@@ -46,7 +46,8 @@ def main():
     known = ncu.available_metrics(out / "query-metrics.txt")
     if known is None:
         sys.exit("ncu --query-metrics failed")
-    names = sorted(m for m in known if re.search(a.pattern, m))
+    # Counts only: ratios (_per_) and percentages have no .sum.
+    names = sorted(m for m in known if re.search(a.pattern, m) and "_per_" not in m and "pct" not in m)
     metrics = [m + ".sum" for m in names]
     print(f"{len(metrics)} metrics match {a.pattern!r}")
     csvp, jsonp = out / "ncu.csv", out / "classes.json"

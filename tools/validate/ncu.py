@@ -209,7 +209,7 @@ def perf_record(rc, csv_path, cfg):
 
 # PyTorch SDPA on the cuDNN backend, for reading its kernel beside ours
 # (scripts/ncu-vs-cudnn, scripts/ncu-sass-stalls --cudnn): the workload
-# (argv: B H S D causal) and the name filter that picks its attention kernel.
+# (argv: B H S D causal [S_k H_kv]) and the name filter that picks its attention kernel.
 CUDNN_WORKLOAD = ROOT / "scripts" / "cudnn-sdpa-workload.py"
 CUDNN_KERNEL_REGEX = "regex:sdpa|fprop|fmha|flash"
 
