@@ -5,8 +5,8 @@ SASS-level count identical (perf-log session 32: the D = 64 decode kernel's
 smsp__thread_inst_executed_pred_on, 160 lower for nan-inf-rows), profiles
 the runner's input classes with all metrics whose base name matches
 --pattern and prints, per kernel family, the ones that separate classes
-(constant within every class, different between two) and the ones that vary
-within one. A diagnostic for finding which pipe or instruction kind a
+and the ones that vary within one, by gate 1's own judge
+(gates.py, judge_counters). A diagnostic for finding which pipe or instruction kind a
 difference lives in, not a gate: scripts/dhp-validate judges.
 
     scripts/ncu-counter-breakdown.py [--build-dir DIR] [--out DIR]
@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "validate"))
 import ncu  # noqa: E402
+from gates import judge_counters  # noqa: E402
 
 DEFAULT_PATTERN = r"^smsp__(thread_inst_executed|inst_executed_pipe|inst_executed_op|sass_thread_inst_executed_op)"
 
@@ -56,33 +57,21 @@ def main():
     if not jsonp.exists() or not csvp.exists():
         sys.exit(f"profile failed (exit {rc}): see {log}")
     classes = [c["name"] for c in json.loads(jsonp.read_text())["classes"]]
-    rows = ncu.parse_raw_csv(csvp.read_text())
     fams = {}
-    for r in rows:
+    for r in ncu.parse_raw_csv(csvp.read_text()):
         fams.setdefault(ncu.kernel_family(r.get("Kernel Name")), []).append(r)
+    status = 0
     for fam, fr in fams.items():
-        if len(fr) != len(classes):
-            print(f"{fam}: {len(fr)} launches for {len(classes)} class runs; skipped")
-            continue
-        print(f"\n== {fam} ({len(fr)} launches)")
-        separating, noisy = [], []
-        for m in metrics:
-            by_class = {}
-            for cls, r in zip(classes, fr):
-                by_class.setdefault(cls.replace("-repeat", ""), []).append(r.get(m))
-            vals = [v for vs in by_class.values() for v in vs]
-            if any(not isinstance(v, (int, float)) for v in vals) or len(set(vals)) == 1:
-                continue
-            within = any(len(set(vs)) > 1 for vs in by_class.values())
-            text = "; ".join(f"{c} {'/'.join(str(v) for v in vs)}" for c, vs in by_class.items())
-            (noisy if within else separating).append(f"{m}: {text}")
-        print(f"separate classes ({len(separating)}):")
-        for s in separating:
-            print("  " + s)
-        print(f"vary within a class ({len(noisy)}):")
-        for s in noisy:
-            print("  " + s)
-    return 0
+        res = judge_counters(fr, classes, [(m, m) for m in metrics])
+        print(f"\n== {fam} ({len(fr)} launches): {res['verdict']} {res.get('why', '')}")
+        for title, entries in (("separate classes", res.get("differing", [])),
+                               ("vary within a class, separate none", res.get("noisy", []))):
+            print(f"{title} ({len(entries)}):")
+            for e in entries:
+                text = "; ".join(f"{'/'.join(cs)} {v}" for v, cs in e["values"].items())
+                print(f"  {e['metric']} [{e['state']}]: {text}")
+        status |= res["verdict"] != "PASS"
+    return status
 
 
 if __name__ == "__main__":

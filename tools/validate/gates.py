@@ -240,9 +240,12 @@ def slug(name):
 # ---------------------------------------------------------------------------
 # Judging (pure functions: tested by --selftest without a GPU)
 
-def judge_counters(rows, launches, metrics=None):
+def judge_counters(rows, launches, gated_pairs=None):
     """rows: ncu raw rows in launch order; launches: the class of each launch
-    (R rounds over the classes; `normal-repeat` counts as `normal`).
+    (R rounds over the classes; `normal-repeat` counts as `normal`);
+    gated_pairs: the (alias, metric) pairs judged, GATED unless given
+    (scripts/ncu-counter-breakdown.py judges every sub-metric); REPORTED
+    is tabled, never judged.
     identical     every launch the same: the gate's requirement;
     differs       repeatable within each class but not across: a leak (FAIL);
     noisy         varies between launches of the same inputs, so it depends on
@@ -257,7 +260,8 @@ def judge_counters(rows, launches, metrics=None):
     classes = list(dict.fromkeys(group))
     rounds = len(group) // max(1, len(classes))
     table, gated, differing, noisy = {}, {}, [], []
-    for alias, metric in GATED + REPORTED:
+    judged = GATED if gated_pairs is None else list(gated_pairs)
+    for alias, metric in judged + REPORTED:
         if metric not in rows[0]:
             continue
         vals = [r[metric] for r in rows]
@@ -359,10 +363,10 @@ def step_counters(ctx):
         for r in rows:
             families.setdefault(ncu.kernel_family(r.get("Kernel Name")), []).append(r)
         names = [c["name"] for c in launches]
-        res = judge_counters(families.pop("attention", []), names, metrics)
+        res = judge_counters(families.pop("attention", []), names)
         res["other_kernels"] = {}
         for fam, fam_rows in families.items():
-            sub = judge_counters(fam_rows, names, metrics)
+            sub = judge_counters(fam_rows, names)
             res["other_kernels"][fam] = {"verdict": sub["verdict"], "metrics": sub.get("metrics", {}),
                                          "differing": sub.get("differing", []), "why": sub.get("why", "")}
             if sub["verdict"] != "PASS" and res["verdict"] == "PASS":
