@@ -2,9 +2,12 @@
 // descriptor encoding and the 128-B swizzled tile layout on the CPU; on an
 // sm_90 GPU, one warpgroup multiplying 64 x K by K x N in the two forms the
 // attention kernel uses: S = Q Kᵀ (A and B K-major from shared memory) and
-// O = P V (A from registers, B = V stored [key][d], MN-major, trans-b).
-// A deliberately wrong MN-major descriptor (LBO and SBO swapped) must give a
-// wrong product: the check can fail.
+// O = P V (A from registers, B = V stored [key][d], MN-major, trans-b);
+// and the narrow decode kernel's two (decode_narrow.cuh, N = 8): Sᵀ = K Qᵀ
+// (both K-major) and Oᵀ = Vᵀ Pᵀ (A = V stored [key][d], MN-major, trans-a;
+// B = P K-major). A deliberately wrong MN-major descriptor (LBO and SBO
+// swapped), and V read without trans-a, must give a wrong product: the
+// checks can fail.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,8 +59,10 @@ TEST(WgmmaDescriptor, Swizzle128LayoutIsAPermutationOfTheTile) {
 __device__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
 // D (64 x N) = A (64 x K, row-major) * B. B is given as Bt [N][K] (K-major)
-// when !MN_MAJOR, or as B [K][N] (V-like) when MN_MAJOR.
-template <DType T, int N, int K, bool A_REGS, bool MN_MAJOR>
+// when !MN_MAJOR, or as B [K][N] (V-like) when MN_MAJOR. A_MN: A is stored
+// transposed in shared memory ([K][64], V-like) and read with trans-a =
+// A_TRANS (1 is right; 0 must give a wrong product).
+template <DType T, int N, int K, bool A_REGS, bool MN_MAJOR, bool A_MN = false, int A_TRANS = 0>
 __global__ void __launch_bounds__(128) wgmma_matmul(const uint16_t* a, const uint16_t* b, float* out, uint32_t lbo,
                                                     uint32_t sbo) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -65,8 +70,12 @@ __global__ void __launch_bounds__(128) wgmma_matmul(const uint16_t* a, const uin
   uint8_t* sa = smem;
   uint8_t* sb = smem + 64 * K * 2;  // 64 x K x 2 B is a multiple of 1024
   const int t = threadIdx.x;
-  for (int i = t; i < 64 * K; i += 128)
-    *reinterpret_cast<uint16_t*>(sa + dhp::sm90::sw128_offset(i / K, i % K, 64)) = a[i];
+  for (int i = t; i < 64 * K; i += 128) {
+    if (A_MN)  // a[m][k] at row k, column m of a [K][64] tile
+      *reinterpret_cast<uint16_t*>(sa + dhp::sm90::sw128_offset(i % K, i / K, K)) = a[i];
+    else
+      *reinterpret_cast<uint16_t*>(sa + dhp::sm90::sw128_offset(i / K, i % K, 64)) = a[i];
+  }
   for (int i = t; i < N * K; i += 128) {
     if (MN_MAJOR)  // b[k][n]: rows = K keys, columns = N
       *reinterpret_cast<uint16_t*>(sb + dhp::sm90::sw128_offset(i / N, i % N, K)) = b[i];
@@ -98,9 +107,12 @@ __global__ void __launch_bounds__(128) wgmma_matmul(const uint16_t* a, const uin
       ar[2] = pair(r0, c0 + 8);
       ar[3] = pair(r0 + 8, c0 + 8);
       dhp::sm90::MmaRS<T, N>::template run<MN_MAJOR ? 1 : 0>(d, ar, db, ks > 0);
+    } else if (A_MN) {
+      const uint64_t da = desc::mn_major_sw128(smem_addr(sa) + ks * 16 * 128, K);
+      dhp::sm90::MmaSS<T, N>::template run<MN_MAJOR ? 1 : 0, A_TRANS>(d, da, db, ks > 0);
     } else {
       const uint64_t da = desc::k_major_sw128(smem_addr(sa) + (ks / 4) * 64 * 128 + (ks % 4) * 32);
-      dhp::sm90::MmaSS<T, N>::template run<MN_MAJOR ? 1 : 0>(d, da, db, ks > 0);
+      dhp::sm90::MmaSS<T, N>::template run<MN_MAJOR ? 1 : 0, A_TRANS>(d, da, db, ks > 0);
     }
     dhp::sm90::wg::commit();
     dhp::sm90::wg::wait<0>();
@@ -127,7 +139,7 @@ float from_bits(uint16_t u) {
 }
 
 // Runs one configuration; returns the max |error| / max |reference|.
-template <DType T, int N, int K, bool A_REGS, bool MN_MAJOR>
+template <DType T, int N, int K, bool A_REGS, bool MN_MAJOR, bool A_MN = false, int A_TRANS = 0>
 double run_case(uint32_t lbo, uint32_t sbo) {
   std::mt19937 rng(std::random_device{}());
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -151,7 +163,7 @@ double run_case(uint32_t lbo, uint32_t sbo) {
   cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
   cudaMemset(dout, 0xFF, 64 * N * 4);  // poison: NaN
   const int smem = (64 * K + N * K) * 2;
-  auto kern = wgmma_matmul<T, N, K, A_REGS, MN_MAJOR>;
+  auto kern = wgmma_matmul<T, N, K, A_REGS, MN_MAJOR, A_MN, A_TRANS>;
   EXPECT_EQ(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), cudaSuccess);
   kern<<<1, 128, smem>>>(da, db, dout, lbo, sbo);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
@@ -220,6 +232,34 @@ TEST(WgmmaGpu, PVFormSwappedOffsetsAreWrong) {
   // LBO and SBO exchanged: the product must be wrong (the test can fail).
   const double err = run_case<DType::F16, 128, 64, true, true>(1024, 64 * 128);
   std::printf("swapped LBO/SBO: relative error %.3g (must be large)\n", err);
+  EXPECT_GT(err, 1e-2);
+}
+// The narrow decode kernel's forms (N = 8): Sᵀ = K Qᵀ, K-major A and B.
+TEST(WgmmaGpu, NarrowSTFormF16N8K128) {
+  REQUIRE_SM90();
+  EXPECT_LT((run_case<DType::F16, 8, 128, false, false>(0, 0)), kTol);
+}
+TEST(WgmmaGpu, NarrowSTFormBF16N8K64) {
+  REQUIRE_SM90();
+  EXPECT_LT((run_case<DType::BF16, 8, 64, false, false>(0, 0)), kTol);
+}
+// Oᵀ = Vᵀ Pᵀ: A = V stored [key][d] (MN-major, trans-a), B = P K-major.
+TEST(WgmmaGpu, NarrowPVFormF16N8K128) {
+  REQUIRE_SM90();
+  EXPECT_LT((run_case<DType::F16, 8, 128, false, false, true, 1>(0, 0)), kTol);
+}
+TEST(WgmmaGpu, NarrowPVFormBF16N8K64) {
+  REQUIRE_SM90();
+  EXPECT_LT((run_case<DType::BF16, 8, 64, false, false, true, 1>(0, 0)), kTol);
+}
+TEST(WgmmaGpu, NarrowTransAOnKMajorDataIsWrong) {
+  REQUIRE_SM90();
+  // trans-a on an A stored K-major (its own descriptor): the product must be
+  // wrong (the test can fail). The reverse -- MN-major data read without
+  // trans-a through the MN-major descriptor -- reads past the tile and
+  // faults, which would end the process's CUDA context.
+  const double err = run_case<DType::F16, 8, 128, false, false, false, 1>(0, 0);
+  std::printf("trans-a on K-major A: relative error %.3g (must be large)\n", err);
   EXPECT_GT(err, 1e-2);
 }
 #endif

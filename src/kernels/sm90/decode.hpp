@@ -179,6 +179,20 @@ inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
   return 2 * merged_rounds <= 3 * split_rounds;
 }
 
+// Whether a decode-path call runs on the narrow decode kernel
+// (decode_narrow.cuh; D <= 128, which the launcher checks): the plan's rows per query tile fit its 8
+// (S_q = 1 with a GQA group of at most 8, or MHA; S_q > 1 packed or not
+// when S_q x group <= 8) and no causal mask is left (decode_args drops it
+// at S_q = 1; the narrow kernel has none). Public shape only, never the
+// batch: a sequence gets the same kernel, and so the same bits, in any
+// batch (G5). Where it applies the 64-row decode kernel computed 8-64x the
+// live rows (docs/perf-log.md, session 39).
+constexpr int32_t kNarrowRows = 8;
+inline bool takes_narrow_kernel(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
+  const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq);
+  return p.rows <= kNarrowRows && (a.seqlen_q == 1 || a.causal == 0);
+}
+
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and
 // O as [B, q_pack, H_kv, D] -- row r of head h' is query head h' q_pack + r
 // -- and no causal flag: with one query row, bottom-right causal masking

@@ -24,6 +24,7 @@
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/consumer_view.cuh"
 #include "kernels/sm90/decode_local.cuh"
+#include "kernels/sm90/decode_narrow.cuh"
 #include "kernels/sm90/epilogue.cuh"
 #include "kernels/sm90/mainloop.cuh"
 #include "kernels/sm90/producer.cuh"
@@ -159,6 +160,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // -2 % at S1024; that kernel is left as it was (SASS-identical).
   const int g = Traits::kHeadDim <= 128 ? __shfl_sync(0xffffffffu, wg_index - 1, 0) : wg_index - 1;
   const int wtid = tid - 128 * wg_index;
+  if constexpr (Traits::kNarrow) {  // the narrow decode kernel's own consumer loop (decode_narrow.cuh)
+    narrow::run_consumer_loop<Traits>(st, args, sched, wtid);
+    return;
+  }
   // The thread's index in its warpgroup, read again from the special
   // register (volatile asm: the compiler cannot reuse an earlier read); the
   // one-GEMM kernel takes it so per tile and in its epilogue.

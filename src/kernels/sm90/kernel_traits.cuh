@@ -82,6 +82,14 @@
 #ifndef DHP_SM90_DECODE_STAGES128
 #define DHP_SM90_DECODE_STAGES128 2
 #endif
+// The narrow decode kernel's (decode_narrow.cuh): no merged O in shared
+// memory, so more room for the ring at D = 64. A/B knobs.
+#ifndef DHP_SM90_NARROW_STAGES64
+#define DHP_SM90_NARROW_STAGES64 3
+#endif
+#ifndef DHP_SM90_NARROW_STAGES128
+#define DHP_SM90_NARROW_STAGES128 2
+#endif
 // GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
 // the 5-D Q load and the causal mask on row >> q_shift). On by default
 // since its suites and gates ran on a GPU (docs/perf-log.md, session 34);
@@ -147,9 +155,11 @@ struct Sm90Config<256> {
 // (ForwardArgs::kv_splits), O and lse written as fp32 partials that a
 // combine kernel merges (sm90/split_combine.cu); or, where kMergeChunks and
 // the launcher asks for it, a whole tile whose chunks the unit merges
-// itself (decode_local.cuh).
+// itself (decode_local.cuh). DECODE_ = 2: the narrow decode kernel
+// (decode_narrow.cuh: at most 8 query rows, the GEMMs transposed so that
+// the keys, not the padded query rows, fill the wgmma's 64 rows).
 template <typename T_, int D, bool HAS_LENGTHS_, int NC_ = 2, int BN_ = Sm90Config<D>::kBlockN, bool HALF_ = false,
-          bool ONE_GEMM_ = false, bool DECODE_ = false>
+          bool ONE_GEMM_ = false, int DECODE_ = 0>
 struct Sm90Traits {
   using T = T_;
   static constexpr int kHeadDim = D;
@@ -175,16 +185,18 @@ struct Sm90Traits {
   static constexpr int kBlockN = BN_;
   static_assert(BN_ % 16 == 0, "P.V takes 16 keys per wgmma");
   static constexpr bool kOneGemm = ONE_GEMM_;
-  static constexpr bool kDecode = DECODE_;
-  static constexpr bool kPackedRows = DECODE_ && DHP_SM90_PACKED_ROWS != 0;  // S_q > 1 packed (above)
+  static constexpr bool kDecode = DECODE_ != 0;
+  static constexpr bool kNarrow = DECODE_ == 2;  // decode_narrow.cuh
+  static_assert(DECODE_ >= 0 && DECODE_ <= 2 && (!kNarrow || D <= 128), "decode kernels: 1, or 2 (narrow, D <= 128)");
+  static constexpr bool kPackedRows = kDecode && DHP_SM90_PACKED_ROWS != 0;  // S_q > 1 packed (above)
   // Decode units that may merge their own chunks (decode_local.cuh), taken
   // where the batch fills the GPU (decode.hpp, merging_units_pay): 0.88-
   // 0.98x the split units' time there on the S_k 4096 shapes measured (B8
   // GQA 32/8 S_q 64 97.4 vs 108.1 us, B32 S_q 8 135.7 vs 152.5;
   // docs/perf-log.md, session 37). The running O in shared memory, 64 x D
   // fp32 -- room beside Q and the ring up to D = 128 (32 KB), not at 256.
-  static constexpr bool kMergeChunks = DECODE_ && D <= 128;
-  static_assert(!DECODE_ || (NC_ == 1 && !HALF_ && !ONE_GEMM_), "decode: one consumer warpgroup, 64-row tiles");
+  static constexpr bool kMergeChunks = DECODE_ == 1 && D <= 128;
+  static_assert(!kDecode || (NC_ == 1 && !HALF_ && !ONE_GEMM_), "decode: one consumer warpgroup, 64-row tiles");
   // Built and tested for D = 256 without secret lengths only (launch.cuh);
   // elsewhere its register split and one stage have not been checked.
   static_assert(!ONE_GEMM_ || (D == 256 && !HAS_LENGTHS_ && NC_ == 2 && !HALF_),
@@ -197,8 +209,10 @@ struct Sm90Traits {
                                    : BN_ == 160                 ? DHP_SM90_Q_REG_COLS160
                                                                 : DHP_SM90_Q_REG_COLS128;
   static_assert(kQRegCols % 16 == 0 && kQRegCols >= 0 && kQRegCols <= D, "Q columns in registers: 16 per k-step");
-  static constexpr int kStages = DECODE_ && D == 64    ? DHP_SM90_DECODE_STAGES64
-                                 : DECODE_ && D == 128 ? DHP_SM90_DECODE_STAGES128
+  static constexpr int kStages = kNarrow && D == 64    ? DHP_SM90_NARROW_STAGES64
+                                 : kNarrow && D == 128 ? DHP_SM90_NARROW_STAGES128
+                                 : kDecode && D == 64  ? DHP_SM90_DECODE_STAGES64
+                                 : kDecode && D == 128 ? DHP_SM90_DECODE_STAGES128
                                  : D == 64             ? DHP_SM90_STAGES64
                                  : D == 256            ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256)
                                                        : 2;
@@ -218,7 +232,7 @@ struct Sm90Traits {
   // lengths spilled 40 bytes at 232). The 64-row D = 64 kernel keeps 232.
   static constexpr int kConsumerRegs = kConsumers == 3                   ? 160
                                        : kOneGemm                        ? 240
-                                       : DECODE_ || (NC_ == 1 && D != 64) ? 256
+                                       : kDecode || (NC_ == 1 && D != 64) ? 256
                                                                           : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
   // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
@@ -243,7 +257,7 @@ struct Sm90Traits {
   // (docs/perf-log.md, session 8). DHP_SM90_O_IN_RING=0 restores that (A/B).
   static constexpr bool kStageOInRing = kQStages == 1 && DHP_SM90_O_IN_RING != 0;
   // The decode kernel stores O from registers (fp32 partials): no staging.
-  static_assert(!DECODE_ || kQStages == 2, "decode: two Q buffers");
+  static_assert(!kDecode || kQStages == 2, "decode: two Q buffers");
   static_assert(!kStageOInRing || (kConsumers == 2 && kKVBytes >= 64 * D * 2),
                 "one warpgroup's 64 rows of O per half of a ring slot");
   // O staged in a buffer of its own (DHP_SM90_O_BUFFER above); the Q buffer
@@ -301,6 +315,19 @@ struct MergedO<Traits, true> {
   float acc[Traits::kHeadDim / 2][128];
 };
 
+// The narrow decode kernel's exchange (decode_narrow.cuh): P of two key
+// tiles as the B operand of Oᵀ += Vᵀ Pᵀ (8 query rows x BN keys, K-major,
+// 128-B swizzle: BN / 64 atoms of 1 KB), and the per-warp row maxima and
+// sums the warpgroup reduces through (double-buffered: by tile, by chunk).
+template <typename Traits, bool = Traits::kNarrow>
+struct NarrowScratch {};
+template <typename Traits>
+struct NarrowScratch<Traits, true> {
+  alignas(1024) uint8_t p[2][8 * Traits::kBlockN * 2];
+  float max[2][4][8];
+  float sum[2][4][8];
+};
+
 // Shared memory: tiles first (1024-B aligned), barriers and lengths, then
 // the O buffer where there is one (1024-B aligned; empty otherwise).
 template <typename Traits>
@@ -315,6 +342,7 @@ struct SharedStorage {
   OStaging<Traits> ostage;                // empty unless Traits::kOBuffer
   VReady<Traits> vr;                      // empty unless Traits::kVReady
   MergedO<Traits> merged;                 // empty unless Traits::kMergeChunks
+  NarrowScratch<Traits> narrow;           // empty unless Traits::kNarrow
 };
 
 }  // namespace dhp::sm90

@@ -305,7 +305,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   // (decode.hpp), split units elsewhere: the batch may decide, both give
   // the same bits. DHP_SM90_DECODE_LOCAL=0|1 forces one (A/B; read at every
   // call, so that a test can run both in one process).
-  if constexpr (Traits::kMergeChunks) {
+  if constexpr (Traits::kMergeChunks || Traits::kNarrow) {
     const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
     const bool local = local_env != nullptr ? std::atoi(local_env) != 0
                                             : merging_units_pay(query_tiles(a, BM), plan.splits, sms);
@@ -409,12 +409,24 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   // separated the nan-inf-rows class on session 32's kernel and no longer
   // does; docs/perf-log.md, session 38).
   static const char* decode_env = std::getenv("DHP_SM90_DECODE_MAX_SQ");
-  using Decode = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, true>;
+  using Decode = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, 1>;
   const bool decode_shape = decode_env != nullptr
                                 ? a.seqlen_q <= std::atoi(decode_env)
                                 : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>(),
                                                     Decode::kMergeChunks);
-  if (decode_shape) return launch_decode<Decode>(a, s);
+  if (decode_shape) {
+    // At most 8 rows per tile and no causal mask left: the narrow decode
+    // kernel (decode_narrow.cuh; decode.hpp, takes_narrow_kernel).
+    // DHP_SM90_NARROW=0 keeps the 64-row one (A/B; read at every call).
+    if constexpr (D <= 128) {
+      using Narrow = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, 2>;
+      const char* narrow_env = std::getenv("DHP_SM90_NARROW");
+      if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
+          takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))
+        return launch_decode<Narrow>(a, s);
+    }
+    return launch_decode<Decode>(a, s);
+  }
   const kernels::ForwardArgs shape = planned(a);  // what the tile shape is chosen by
 #if DHP_SM90_DENSE_64ROWS
   // Dense 64-row tiles where S_q <= 64 (D = 128 / 256; kernel_traits.cuh):

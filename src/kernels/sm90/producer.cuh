@@ -241,7 +241,11 @@ __device__ __forceinline__ void run_producer(SharedStorage<Traits>& st, const ke
         load_kv(st.k[s], tm_k, &st.k_empty[s], &st.k_full[s], phase, n);
         timeline::mark(0, 2 + 2 * it);
         if (it == 0) timeline::tile(0, tc, 3);
-        if constexpr (Traits::kHasLengths)
+        // (Not in the narrow decode kernel: the decode path copies V before
+        // the attention, never beside it (launch.cuh), and there ptxas
+        // reloaded the load's descriptor inside this wait's loop, a form
+        // tools/validate/per_pc.py does not exempt.)
+        if constexpr (Traits::kHasLengths && !Traits::kNarrow)
           if (it == 0 && args.v_ready != nullptr)  // public: position, the launcher's choice
             wait_pair_copied(args.v_ready + tile.batch * args.heads_kv + head_kv, args.v_ready_count);
         load_kv(st.v[s], tm_v, &st.v_empty[s], &st.v_full[s], phase, n);

@@ -100,6 +100,13 @@ __device__ __forceinline__ void fence_operands(float (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+template <int A, int B>
+__device__ __forceinline__ void fence_operands(float (&d)[A][B]) {
+#pragma unroll
+  for (int i = 0; i < A; ++i)
+#pragma unroll
+    for (int j = 0; j < B; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
 // Same for register A operands (P): they are read asynchronously until the
 // group completes, so their registers must not be reused before wait().
 template <int K>
