@@ -13,11 +13,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-decode-run-out}"; mkdir -p "$out"
 # The suites also run with the decode path off (the dense kernels at the
-# small S_q the decode path now takes) and with S_q > 1 packing off.
+# small S_q the decode path now takes), with S_q > 1 packing off, and with
+# the narrow decode kernel off (the 64-row one at S_q = 1 too).
 # EXTRA_SUITE: one more suite setting (LABEL=ENV...).
 if [ "${SUITES:-1}" = 1 ]; then
   OUT="$out" scripts/hopper-suites.sh "decode everywhere=DHP_SM90_DECODE_MAX_SQ=64 DHP_SM90_DECODE_CHUNK=1" \
-    "dense=DHP_SM90_DECODE_MAX_SQ=0" "unpacked=DHP_SM90_DECODE_PACK_SQ=0 DHP_SM90_DECODE_MAX_SQ=64" \
+    "dense=DHP_SM90_DECODE_MAX_SQ=0" "unpacked=DHP_SM90_DECODE_PACK_SQ=0 DHP_SM90_DECODE_MAX_SQ=64" "64-row decode=DHP_SM90_NARROW=0" \
     ${EXTRA_SUITE:+"$EXTRA_SUITE"} || exit 1
 fi
 # CUDA_FLAGS: extra nvcc flags for both builds (hopper-suites.sh, the package).

@@ -1,7 +1,8 @@
 """Which Hopper path each shape takes, from the kernels a call launches: the
-decode path's split units launch the combine kernel after the decode kernel
-(traits ending in `true>`: kDecode); its merging units launch the decode
-kernel alone; the dense path neither:
+decode path's split units launch the combine kernel after a decode kernel
+(traits ending in `1>`: the 64-row decode kernel, `2>`: the narrow one,
+Sm90Traits' DECODE_); its merging units launch the decode kernel alone; the
+dense path neither:
 checks the launcher's rule (src/kernels/sm90/decode.hpp, takes_decode_path)
 on the GPU, as shipped or under the DHP_SM90_DECODE_* settings in the
 environment.
@@ -26,9 +27,10 @@ for arg in sys.argv[1:]:
         dhp_attention.attention(q, k, v)
         torch.cuda.synchronize()
     names = [e.key for e in prof.key_averages()]
-    decode_kernel = any(re.search(r"Sm90Traits<[^<>]*true>", n) for n in names)
+    kinds = {m.group(1) for n in names for m in [re.search(r"Sm90Traits<[^<>]*, ([12])>", n)] if m}
+    kernel = ", narrow kernel" if "2" in kinds else ", 64-row kernel" if "1" in kinds else ""
     if any("combine" in n for n in names):
-        path = "decode (split units)"
+        path = f"decode (split units{kernel})"
     else:
-        path = "decode (merging units)" if decode_kernel else "dense"
+        path = f"decode (merging units{kernel})" if kinds else "dense"
     print(f"B{B} S_q {Sq} {Hq}/{Hkv} S_k {Sk} D{D}: {path}  ({'; '.join(n[:60] for n in names)})")

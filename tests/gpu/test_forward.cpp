@@ -185,7 +185,8 @@ std::vector<Case> all_cases() {
   // S_q = 1 that the path drops), every length mode, BHSD and padded
   // strides, a pack wider than a 64-row tile (66 heads on one kv head: two
   // query blocks), NaN in the padding, and a long LLM shape (GQA 32 / 8,
-  // S_k 33 000, 17 chunks of 16 key tiles).
+  // S_k 33 000, 17 chunks of 16 key tiles). With at most 8 rows per tile
+  // (S_q = 1, groups up to 8, MHA) the narrow decode kernel since session 39.
   cs.push_back(make(kF16, 3, 1, 5000, 8, 2, 128, false));
   cs.push_back(make(kBF16, 2, 1, 3001, 32, 8, 64, true, Lengths::kSeparate));
   cs.push_back(make(kF16, 4, 1, 2000, 4, 4, 256, false, Lengths::kOnlyK));
@@ -194,6 +195,10 @@ std::vector<Case> all_cases() {
   cs.push_back(make(kBF16, 3, 1, 999, 8, 4, 256, false, Lengths::kSeparate, Layout::kPadded));
   cs.push_back(make(kF16, 2, 1, 33000, 32, 8, 128, false));
   cs.push_back(make(kBF16, 1, 1, 100, 8, 1, 128, true));
+  // MHA at S_q = 1 on the narrow decode kernel (decode_narrow.cuh: one live
+  // row of its 8; the decode path from two chunks of keys on).
+  cs.push_back(make(kF16, 3, 1, 2300, 6, 6, 64, false, Lengths::kSeparate));
+  cs.push_back(make(kBF16, 2, 1, 4100, 4, 4, 128, true, Lengths::kOnlyK));
   {
     Case c = make(kF16, 6, 1, 2500, 8, 2, 128, true, Lengths::kSeparate);
     c.poison_padding = true;

@@ -399,7 +399,9 @@ int run_sanitize() {
       // The decode path (sm90/decode.hpp, S_q = 1): chunks of the key range
       // as work units, fp32 partials, the combine; GQA packed (66 heads on
       // one kv head: two query blocks), V's copy before it; MHA unpacked;
-      // every head dim (D = 64 since session 38).
+      // every head dim (D = 64 since session 38). The first and the D64 one
+      // run the narrow decode kernel (at most 8 rows, decode_narrow.cuh),
+      // the 66 heads the 64-row one.
       {DType::kFloat16, 2, 8, 2, 1, 700, 128, true, LengthMode::kSeparate, true},
       {DType::kBFloat16, 2, 66, 1, 1, 1000, 128, false, LengthMode::kSeparate, false},
       {DType::kBFloat16, 3, 4, 4, 1, 333, 256, false, LengthMode::kNone, true},

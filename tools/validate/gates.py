@@ -79,6 +79,11 @@ GATE1 = [
     # longer separates it), the second has length classes.
     ("bf16 D64 decode causal none GQA", "--dtype bf16 --batch 1 --heads 8 --heads-kv 2 --seqlen 1 --seqlen-k 2100 --head-dim 64 --causal"),
     ("fp16 D64 decode separate GQA", "--dtype fp16 --batch 2 --heads 16 --heads-kv 4 --seqlen 1 --seqlen-k 3000 --head-dim 64 --lengths separate"),
+    # Since session 39 every S_q = 1 configuration above with a group of at
+    # most 8 runs the narrow decode kernel (decode_narrow.cuh); the 64-row
+    # D64 decode kernel of session 32's finding keeps S_q > 1: 3 positions x
+    # 4 heads packed as 12 rows, causal.
+    ("bf16 D64 decode causal none GQA S_q 3", "--dtype bf16 --batch 1 --heads 8 --heads-kv 2 --seqlen 3 --seqlen-k 2100 --head-dim 64 --causal"),
     ("fp16 D256 decode separate", "--dtype fp16 --batch 3 --heads 4 --seqlen 1 --seqlen-k 1000 --head-dim 256 --lengths separate"),
     # S_q > 1 (speculative decoding) on the decode path: GQA packed as rows
     # s * 4 + g (28 rows), the causal mask on row >> 2 per row half.

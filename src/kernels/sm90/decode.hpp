@@ -180,17 +180,18 @@ inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
 }
 
 // Whether a decode-path call runs on the narrow decode kernel
-// (decode_narrow.cuh; D <= 128, which the launcher checks): the plan's rows per query tile fit its 8
-// (S_q = 1 with a GQA group of at most 8, or MHA; S_q > 1 packed or not
-// when S_q x group <= 8) and no causal mask is left (decode_args drops it
-// at S_q = 1; the narrow kernel has none). Public shape only, never the
-// batch: a sequence gets the same kernel, and so the same bits, in any
-// batch (G5). Where it applies the 64-row decode kernel computed 8-64x the
-// live rows (docs/perf-log.md, session 39).
+// (decode_narrow.cuh; D <= 128, which the launcher checks): one query
+// position (S_q = 1, where decode_args drops the causal mask, which the
+// narrow kernel does not have) whose plan packs at most 8 rows per tile --
+// MHA, or a GQA group of at most 8. Public shape only, never the batch: a
+// sequence gets the same kernel, and so the same bits, in any batch (G5).
+// There the 64-row decode kernel computed 8-64x the live rows; the narrow
+// one ran 1.02-1.22x faster on every S_q = 1 shape timed (H200, D 64 and
+// 128, B1-B32; docs/perf-log.md, session 39). S_q > 1 with at most 8 rows
+// and no causal mask would fit it too, but has not run on a GPU.
 constexpr int32_t kNarrowRows = 8;
 inline bool takes_narrow_kernel(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
-  const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq);
-  return p.rows <= kNarrowRows && (a.seqlen_q == 1 || a.causal == 0);
+  return a.seqlen_q == 1 && decode_plan(a, block_m, block_n, 0, pack_sq).rows <= kNarrowRows;
 }
 
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and
