@@ -1,6 +1,7 @@
 // Hopper warpgroup MMA (wgmma.mma_async) through our own inline PTX: the
 // shared-memory matrix descriptor, the fence / commit / wait protocol, and
-// the m64nNk16 multiply-accumulate wrappers (generated: wgmma_ops.inc).
+// the m64nNk16 multiply-accumulate wrappers (generated: wgmma_ops.inc; A
+// from shared memory K-major, or MN-major with trans-a; B either way).
 //
 // A warpgroup is 4 consecutive warps (128 threads). One wgmma computes a
 // 64 x N tile of D += A * B with K = 16: A is 64 x 16 (shared memory through
@@ -29,8 +30,12 @@
 //  * MN-major operand (V for O += P V, stored [key][d] with d contiguous,
 //    used with trans-b = 1): SBO = 1024 (next 8 keys, the K direction),
 //    LBO = rows * 128 (next 64-wide column block, the N direction). The
-//    k-th 16-key step starts at k * 16 * 128 bytes.
-// tests/gpu/test_wgmma.cu checks both against a plain matmul on the GPU.
+//    k-th 16-key step starts at k * 16 * 128 bytes. The same descriptor
+//    serves V as the A operand (trans-a = 1) of the narrow decode kernel's
+//    Oᵀ += Vᵀ Pᵀ (decode_narrow.cuh): there M = 64 d's, one column block,
+//    so LBO is not read; block b of D starts at b * rows * 128 bytes.
+// tests/gpu/test_wgmma.cu checks these against a plain matmul on the GPU
+// (N = 8 too, the narrow kernel's width).
 #pragma once
 
 #include <cstdint>
