@@ -15,8 +15,9 @@
 //   fragment element e of m-block mb: key 64 mb + 16 w + g + 8 (e / 2),
 //   query row 2 t + (e % 2)   (warp w, lane l, g = l / 4, t = l % 4).
 // A query row's scores are spread over the warpgroup, so its row max is
-// reduced across lanes (shuffles) and warps (shared memory, one named
-// barrier per key tile); its sum stays per thread until the chunk ends.
+// reduced across lanes (shuffles) and warps (shared memory and a named
+// barrier; a second one per key tile publishes P); its sum stays per
+// thread until the chunk ends.
 //
 // Work units as in the decode kernel: a split unit (one chunk of the key
 // range, fp32 partials for the combine kernel) or a merging unit (every
@@ -77,7 +78,8 @@ struct ChunkState {
 };
 
 // Where a thread is in the warpgroup, and the unit's public and secret
-// bounds (L_q in rows, L_k in keys; clamped, decode.hpp).
+// bounds (L_q in rows, L_k in keys; clamped by the producer,
+// kernels/common/lengths.cuh load_lengths_packed).
 struct Place {
   int w, g, t;
   int32_t L_q, L_k;
@@ -147,8 +149,9 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
         s[mb][e] = ct::ct_select(seen, s[mb][e], -INFINITY);
       }
     // The key tile's max per row: the thread's keys, the lanes of its
-    // column (same t), the four warps (shared memory, double-buffered by
-    // tile so that a warp a tile ahead never overwrites a value still read).
+    // column (same t), the four warps (shared memory: written before the
+    // barrier below, read after it; the next tile's write comes after this
+    // tile's second barrier, so one buffer would do -- two cost nothing).
     float mx[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -191,8 +194,10 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
 #pragma unroll
       for (int e = 0; e < 4; ++e) cs.o[b][e] *= alpha[e % 2];
     // P as [row][key] in 128-B-swizzled 64-key blocks: the K-major B operand.
-    // Its buffer alternates by tile: the Oᵀ GEMM that read the other one
-    // completed at this tile's wait above.
+    // Written after the max barrier, which every warp reaches after its
+    // wait<0> above, so the Oᵀ GEMM of the previous tile (the last reader
+    // of any P buffer) has completed; the buffer alternates by tile all the
+    // same.
     const uint32_t pb = p_addr + (pos & 1) * kPBytes;
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
@@ -259,8 +264,11 @@ __device__ __forceinline__ void chunk_result(ChunkState<D>& cs, float (&sums)[2]
 // or a merging unit's chunks (ForwardArgs::decode_local), as the decode
 // kernel's units (forward_kernel.cuh, decode_local.cuh). kv: the ring
 // position, advanced by the unit's key tiles. release_previous_q runs after
-// the unit's first chunk (the producer needs the previous unit's Q buffer
-// only for the unit after this one); decode_next before the stores.
+// the unit's first chunk -- for a split unit, its end, so the producer
+// loads the next unit's Q and first K/V only then (the 64-row kernel
+// releases at its first S GEMM; moving the release to the unit's start is
+// safe and is session 39's open lever, perf-log); decode_next before the
+// stores.
 template <typename Traits, typename ReleaseQ, typename DecodeNext>
 __device__ __forceinline__ void run_unit(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                          const ScheduledTile& cur, int wtid, uint32_t& kv, uint32_t tc,

@@ -299,6 +299,10 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   const DecodePlan plan =
       decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, decode_packs_sq<Traits>());
   kernels::ForwardArgs a = decode_args(call, plan);
+  // The decode path copies V before the attention, never beside it; the
+  // narrow kernel's producer has no wait on the copy's counters
+  // (producer.cuh), so it must never be given them.
+  if (Traits::kNarrow && a.v_ready != nullptr) return cudaErrorNotSupported;
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
   // Merging units (decode_local.cuh; D <= 128) where merging_units_pay
