@@ -90,6 +90,15 @@
 #ifndef DHP_SM90_NARROW_STAGES128
 #define DHP_SM90_NARROW_STAGES128 2
 #endif
+// Rows of the narrow decode kernel's Q buffers and TMA box: 64 as the
+// 64-row kernel (shipped), or 8, the rows it reads -- 2 KB instead of 16 at
+// D = 128, which leaves room for a third K/V stage there
+// (DHP_SM90_NARROW_STAGES128=3). Not yet run on a GPU (docs/perf-log.md,
+// session 39): an A/B knob until a session has measured and gated it.
+#ifndef DHP_SM90_NARROW_Q_ROWS
+#define DHP_SM90_NARROW_Q_ROWS 64
+#endif
+static_assert(DHP_SM90_NARROW_Q_ROWS == 8 || DHP_SM90_NARROW_Q_ROWS == 64, "narrow Q buffers: 8 or 64 rows");
 // GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
 // the 5-D Q load and the causal mask on row >> q_shift). On by default
 // since its suites and gates ran on a GPU (docs/perf-log.md, session 34);
@@ -169,7 +178,7 @@ struct Sm90Traits {
   static constexpr int kConsumers = NC_;
   static constexpr int kConsumerThreads = 128 * kConsumers;
   // Rows of a Q buffer: each warpgroup's m64 wgmma operand.
-  static constexpr int kQRows = 64 * kConsumers;
+  static constexpr int kQRows = DECODE_ == 2 ? DHP_SM90_NARROW_Q_ROWS : 64 * kConsumers;
   // Half-row tiles (kHalfRows): 32 query rows per tile, for grids too small
   // to fill the GPU (the small call). A thread of an m64 fragment holds two
   // rows of its warp's 16-row slab, g and g + 8; the tile's 32 rows are the
