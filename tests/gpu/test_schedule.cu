@@ -676,6 +676,34 @@ TEST(Decode, MergingUnitsWhereTilesFillTheGrid) {
 // at B1 outweighs its cost from B8 on against the 64-row dense tiles (S_q =
 // 1 from two chunks; S_q > 1 from S_k 4096): the shapes measured in
 // docs/perf-log.md, sessions 35-36. Never the batch.
+// The narrow decode kernel (decode_narrow.cuh) where a decode tile holds at
+// most 8 rows at one query position: MHA, GQA groups up to 8; not a group
+// of 16 (16 rows), a pack wider than a tile, or S_q > 1 (not yet run on a
+// GPU). Never the batch, and the same answer with S_q > 1 packing off (at
+// S_q = 1 the group is always packed).
+TEST(Decode, NarrowKernelForAtMostEightRowsAtOnePosition) {
+  constexpr int BM = 64, BN = 128;
+  auto shape = [](int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
+    ForwardArgs a{};
+    a.batch = B, a.seqlen_q = sq, a.seqlen_k = sk, a.heads_q = hq, a.heads_kv = hkv, a.kv_group = hq / hkv;
+    return a;
+  };
+  for (int32_t B : {1, 7, 4096})
+    for (bool pack : {true, false}) {
+      auto narrow = [&](int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
+        return sm90::takes_narrow_kernel(shape(B, sq, hq, hkv, sk), BM, BN, pack);
+      };
+      EXPECT_TRUE(narrow(1, 32, 8, 4096)) << "GQA 32/8: 4 rows";
+      EXPECT_TRUE(narrow(1, 32, 32, 4096)) << "MHA: 1 row";
+      EXPECT_TRUE(narrow(1, 64, 8, 100)) << "a group of 8: 8 rows";
+      EXPECT_TRUE(narrow(1, 48, 8, 33000)) << "a group of 6";
+      EXPECT_FALSE(narrow(1, 32, 2, 4096)) << "a group of 16: 16 rows";
+      EXPECT_FALSE(narrow(1, 66, 1, 1000)) << "66 rows in two tiles";
+      EXPECT_FALSE(narrow(2, 16, 4, 4096)) << "S_q 2: 8 packed rows, not run yet";
+      EXPECT_FALSE(narrow(7, 32, 32, 4096)) << "MHA S_q 7";
+    }
+}
+
 TEST(Decode, PathTakenWherePackingOrSplitPays) {
   constexpr int BM = 64, BN = 128;
   auto shape = [](int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
