@@ -676,6 +676,13 @@ TEST(Decode, MergingUnitsWhereTilesFillTheGrid) {
 // at B1 outweighs its cost from B8 on against the 64-row dense tiles (S_q =
 // 1 from two chunks; S_q > 1 from S_k 4096): the shapes measured in
 // docs/perf-log.md, sessions 35-36. Never the batch.
+// A decode call's public shape: B, S_q, H_q, H_kv, S_k.
+ForwardArgs decode_shape(int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
+  ForwardArgs a{};
+  a.batch = B, a.seqlen_q = sq, a.seqlen_k = sk, a.heads_q = hq, a.heads_kv = hkv, a.kv_group = hq / hkv;
+  return a;
+}
+
 // The narrow decode kernel (decode_narrow.cuh) where a decode tile holds at
 // most 8 rows at one query position: MHA, GQA groups up to 8; not a group
 // of 16 (16 rows), a pack wider than a tile, or S_q > 1 (not yet run on a
@@ -683,15 +690,10 @@ TEST(Decode, MergingUnitsWhereTilesFillTheGrid) {
 // S_q = 1 the group is always packed).
 TEST(Decode, NarrowKernelForAtMostEightRowsAtOnePosition) {
   constexpr int BM = 64, BN = 128;
-  auto shape = [](int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
-    ForwardArgs a{};
-    a.batch = B, a.seqlen_q = sq, a.seqlen_k = sk, a.heads_q = hq, a.heads_kv = hkv, a.kv_group = hq / hkv;
-    return a;
-  };
   for (int32_t B : {1, 7, 4096})
     for (bool pack : {true, false}) {
       auto narrow = [&](int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
-        return sm90::takes_narrow_kernel(shape(B, sq, hq, hkv, sk), BM, BN, pack);
+        return sm90::takes_narrow_kernel(decode_shape(B, sq, hq, hkv, sk), BM, BN, pack);
       };
       EXPECT_TRUE(narrow(1, 32, 8, 4096)) << "GQA 32/8: 4 rows";
       EXPECT_TRUE(narrow(1, 32, 32, 4096)) << "MHA: 1 row";
@@ -706,51 +708,46 @@ TEST(Decode, NarrowKernelForAtMostEightRowsAtOnePosition) {
 
 TEST(Decode, PathTakenWherePackingOrSplitPays) {
   constexpr int BM = 64, BN = 128;
-  auto shape = [](int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
-    ForwardArgs a{};
-    a.batch = B, a.seqlen_q = sq, a.seqlen_k = sk, a.heads_q = hq, a.heads_kv = hkv, a.kv_group = hq / hkv;
-    return a;
-  };
   auto decode = [](const ForwardArgs& a) { return sm90::takes_decode_path(a, BM, BN, true, false); };
   auto merging = [](const ForwardArgs& a) { return sm90::takes_decode_path(a, BM, BN, true, true); };
   // Streams at least halved: S_q 1-32 with a group of 4, any S_k (S_q 16
   // S_k 256 B32: 0.76x the dense time).
-  EXPECT_TRUE(decode(shape(32, 16, 32, 8, 64)));
-  EXPECT_TRUE(decode(shape(32, 1, 32, 8, 64)));
-  EXPECT_TRUE(decode(shape(8, 32, 32, 8, 64)));
-  EXPECT_TRUE(decode(shape(2, 9, 64, 1, 100))) << "MQA: 9 x 64 rows in 9 tiles, not 64";
+  EXPECT_TRUE(decode(decode_shape(32, 16, 32, 8, 64)));
+  EXPECT_TRUE(decode(decode_shape(32, 1, 32, 8, 64)));
+  EXPECT_TRUE(decode(decode_shape(8, 32, 32, 8, 64)));
+  EXPECT_TRUE(decode(decode_shape(2, 9, 64, 1, 100))) << "MQA: 9 x 64 rows in 9 tiles, not 64";
   // Fewer saved (S_q 33-48: 3 tiles for 4, S_q 49-64: none): the split
   // must pay, from S_k 4096 (S_q 40 S_k 1024: B8 1.18x, B32 1.15x).
-  EXPECT_FALSE(decode(shape(32, 48, 32, 8, 256))) << "3 tiles for 4, one chunk";
-  EXPECT_FALSE(decode(shape(32, 40, 32, 8, 1024))) << "3 tiles for 4, two chunks";
-  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 48, 32, 8, 512), BM, 80, true, false)) << "D256 tiles";
+  EXPECT_FALSE(decode(decode_shape(32, 48, 32, 8, 256))) << "3 tiles for 4, one chunk";
+  EXPECT_FALSE(decode(decode_shape(32, 40, 32, 8, 1024))) << "3 tiles for 4, two chunks";
+  EXPECT_FALSE(sm90::takes_decode_path(decode_shape(8, 48, 32, 8, 512), BM, 80, true, false)) << "D256 tiles";
   for (int32_t sk : {64, 256, 1024, 2048, 4095}) {
-    EXPECT_FALSE(decode(shape(8, 64, 32, 8, sk))) << sk;
-    EXPECT_FALSE(decode(shape(8, 40, 32, 8, sk))) << sk;
+    EXPECT_FALSE(decode(decode_shape(8, 64, 32, 8, sk))) << sk;
+    EXPECT_FALSE(decode(decode_shape(8, 40, 32, 8, sk))) << sk;
   }
-  EXPECT_TRUE(decode(shape(8, 64, 32, 8, 4096)));
-  EXPECT_TRUE(decode(shape(8, 40, 32, 8, 4096)));
-  EXPECT_FALSE(decode(shape(8, 49, 32, 8, 1024))) << "196 rows: 4 tiles";
+  EXPECT_TRUE(decode(decode_shape(8, 64, 32, 8, 4096)));
+  EXPECT_TRUE(decode(decode_shape(8, 40, 32, 8, 4096)));
+  EXPECT_FALSE(decode(decode_shape(8, 49, 32, 8, 1024))) << "196 rows: 4 tiles";
   // MHA: S_q 1 from two chunks (S_k > 4 key tiles), S_q 32 from S_k 4096.
-  EXPECT_FALSE(decode(shape(8, 1, 32, 32, 512)));
-  EXPECT_TRUE(decode(shape(8, 1, 32, 32, 513)));
-  EXPECT_FALSE(decode(shape(8, 32, 32, 32, 4095)));
-  EXPECT_TRUE(decode(shape(8, 32, 32, 32, 4096)));
-  EXPECT_FALSE(decode(shape(8, 33, 32, 32, 8192))) << "above decode_max_seqlen_q unpacked";
+  EXPECT_FALSE(decode(decode_shape(8, 1, 32, 32, 512)));
+  EXPECT_TRUE(decode(decode_shape(8, 1, 32, 32, 513)));
+  EXPECT_FALSE(decode(decode_shape(8, 32, 32, 32, 4095)));
+  EXPECT_TRUE(decode(decode_shape(8, 32, 32, 32, 4096)));
+  EXPECT_FALSE(decode(decode_shape(8, 33, 32, 32, 8192))) << "above decode_max_seqlen_q unpacked";
   // With merging units (D <= 128) MHA S_q 33-64 joins from S_k 4096 (B1 S_q
   // 64 S_k 8192: 0.53x the dense time; B8 S_k 4096: 1.02x); the packed
   // shapes answer as before.
   for (int32_t sq : {33, 48, 64}) {
-    EXPECT_TRUE(merging(shape(8, sq, 32, 32, 4096))) << sq;
-    EXPECT_FALSE(merging(shape(8, sq, 32, 32, 4095))) << sq;
-    EXPECT_TRUE(merging(shape(1, sq, 48, 8, 8192))) << "a group of 6, S_q " << sq;
+    EXPECT_TRUE(merging(decode_shape(8, sq, 32, 32, 4096))) << sq;
+    EXPECT_FALSE(merging(decode_shape(8, sq, 32, 32, 4095))) << sq;
+    EXPECT_TRUE(merging(decode_shape(1, sq, 48, 8, 8192))) << "a group of 6, S_q " << sq;
   }
-  EXPECT_FALSE(merging(shape(8, 65, 32, 32, 8192))) << "above decode_max_seqlen_q";
+  EXPECT_FALSE(merging(decode_shape(8, 65, 32, 32, 8192))) << "above decode_max_seqlen_q";
   for (int32_t sk : {64, 1024, 4096, 33000})
     for (int32_t sq : {1, 8, 16, 32, 40, 64})
-      EXPECT_EQ(merging(shape(8, sq, 32, 8, sk)), decode(shape(8, sq, 32, 8, sk))) << sq << " " << sk;
+      EXPECT_EQ(merging(decode_shape(8, sq, 32, 8, sk)), decode(decode_shape(8, sq, 32, 8, sk))) << sq << " " << sk;
   // Packing off: group 4 at S_q 16 shares nothing.
-  EXPECT_FALSE(sm90::takes_decode_path(shape(8, 16, 32, 8, 1024), BM, BN, false, false));
+  EXPECT_FALSE(sm90::takes_decode_path(decode_shape(8, 16, 32, 8, 1024), BM, BN, false, false));
   // Along S_k the answer changes at most once, from dense to decode.
   for (int bn : {128, 80})
     for (bool merge : {false, true})
@@ -759,7 +756,7 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
           bool was = false;
           int changes = 0;
           for (int32_t sk = 1; sk <= 9000; ++sk) {
-            const bool now = sm90::takes_decode_path(shape(1, sq, 32, hkv, sk), BM, bn, true, merge);
+            const bool now = sm90::takes_decode_path(decode_shape(1, sq, 32, hkv, sk), BM, bn, true, merge);
             changes += now != was && sk > 1;
             EXPECT_FALSE(was && !now) << "decode to dense at S_k " << sk << ", S_q " << sq << ", 32/" << hkv;
             was = now;
@@ -771,9 +768,9 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
     for (int32_t sk : {64, 1024, 4096, 33000})
       for (int32_t sq : {1, 8, 32, 64})
         for (int32_t hkv : {8, 32}) {
-          EXPECT_EQ(decode(shape(B, sq, 32, hkv, sk)), decode(shape(1, sq, 32, hkv, sk)))
+          EXPECT_EQ(decode(decode_shape(B, sq, 32, hkv, sk)), decode(decode_shape(1, sq, 32, hkv, sk)))
               << B << " " << sq << " " << sk;
-          EXPECT_EQ(merging(shape(B, sq, 32, hkv, sk)), merging(shape(1, sq, 32, hkv, sk)))
+          EXPECT_EQ(merging(decode_shape(B, sq, 32, hkv, sk)), merging(decode_shape(1, sq, 32, hkv, sk)))
               << B << " " << sq << " " << sk;
         }
 }

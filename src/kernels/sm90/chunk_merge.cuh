@@ -89,19 +89,23 @@ __device__ __forceinline__ float lse(const Row& r, ct::Mask kept) {
   return ct::ct_select(kept, __fmul_rn(__fadd_rn(used(r.m), ct::ct_log2(r.l)), kLn2), -INFINITY);
 }
 
-// Two output values as one 32-bit word of T, each rounded to nearest on its
-// own -- the one conversion both writers of O use, so that NaN payloads
-// come out alike too. Bits through the intrinsics, not a reference cast:
-// that put the value on the stack (local memory, which dhp-audit reads as
-// unknown data).
+// One output value as the bits of T, rounded to nearest -- the one
+// conversion every writer of O uses (the combine, the merging units of both
+// decode kernels), so that NaN payloads come out alike too. Bits through
+// the intrinsics, not a reference cast: that put the value on the stack
+// (local memory, which dhp-audit reads as unknown data).
+template <typename T>
+__device__ __forceinline__ uint16_t out_bits(float x) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half_as_ushort(__float2half_rn(x));
+  else
+    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+// Two output values as one 32-bit word of T, each rounded on its own.
 template <typename T>
 __device__ __forceinline__ uint32_t out_pair(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __half>)
-    return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(lo))) |
-           (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(hi))) << 16);
-  else
-    return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(lo))) |
-           (static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(hi))) << 16);
+  return static_cast<uint32_t>(out_bits<T>(lo)) | (static_cast<uint32_t>(out_bits<T>(hi)) << 16);
 }
 
 }  // namespace dhp::sm90::chunk_merge

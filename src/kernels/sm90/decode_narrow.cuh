@@ -32,20 +32,16 @@
 // by public positions (row < the view's S_q) and lane indices only.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/common/ct.cuh"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm90/chunk_merge.cuh"
 #include "kernels/sm90/consumer_view.cuh"
 #include "kernels/sm90/decode_local.cuh"
-#include "kernels/sm90/epilogue.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
+#include "kernels/sm90/mainloop.cuh"
 #include "kernels/sm90/scheduler.cuh"
 #include "kernels/sm90/tma.cuh"
 #include "kernels/sm90/wgmma.cuh"
@@ -63,20 +59,6 @@
 namespace dhp::sm90::narrow {
 
 constexpr int kRows = 8;  // query rows per tile: the wgmma's N
-
-// The consumer warpgroup's own barrier (named barrier 5, as
-// forward_kernel.cuh's consumer_warpgroup_sync(0)): the exchanges below.
-__device__ __forceinline__ void warpgroup_sync() { asm volatile("bar.sync 5, 128;\n" ::: "memory"); }
-
-// One 16-bit P element, rounded to nearest (the 64-row kernel's pack2 does
-// the same per pair).
-template <typename T>
-__device__ __forceinline__ uint16_t to_16bit(float x) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __half_as_ushort(__float2half_rn(x));
-  else
-    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
 
 // A chunk's state in one consumer thread: its two query rows' running raw
 // max (the same in every thread that holds the row), its own partial sums,
@@ -176,7 +158,7 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
       red[at.w][2 * at.t] = mx[0];
       red[at.w][2 * at.t + 1] = mx[1];
     }
-    warpgroup_sync();
+    consumer_warpgroup_sync(0);
     float alpha[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -203,7 +185,8 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
     for (int b = 0; b < DB; ++b)
 #pragma unroll
       for (int e = 0; e < 4; ++e) cs.o[b][e] *= alpha[e % 2];
-    // P as [row][key] in 128-B-swizzled 64-key blocks: the K-major B operand.
+    // P as [row][key] in 128-B-swizzled 64-key blocks: the K-major B operand,
+    // each weight rounded to nearest (out_bits, as the 64-row kernel's pack2).
     // Written after the max barrier, which every warp reaches after its
     // wait<0> above, so the Oᵀ GEMM of the previous tile (the last reader
     // of any P buffer) has completed; the buffer alternates by tile all the
@@ -214,10 +197,10 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const uint32_t a = pb + sw128_offset(2 * at.t + (e % 2), 64 * mb + 16 * at.w + at.g + 8 * (e / 2), kRows);
-        asm volatile("st.shared.u16 [%0], %1;" ::"r"(a), "h"(to_16bit<T>(s[mb][e])) : "memory");
+        asm volatile("st.shared.u16 [%0], %1;" ::"r"(a), "h"(chunk_merge::out_bits<T>(s[mb][e])) : "memory");
       }
     tma::fence_generic_to_async();  // wgmma reads P through the async proxy
-    warpgroup_sync();               // every thread's P is written
+    consumer_warpgroup_sync(0);               // every thread's P is written
     tma::wait<true>(&st.v_full[st_i], ph);
     wg::fence_operands(cs.o);
     wg::fence();
@@ -255,7 +238,7 @@ __device__ __forceinline__ void chunk_result(ChunkState<D>& cs, float (&sums)[2]
     part[at.w][2 * at.t] = l[0];
     part[at.w][2 * at.t + 1] = l[1];
   }
-  warpgroup_sync();
+  consumer_warpgroup_sync(0);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int q = 2 * at.t + r;
@@ -356,7 +339,8 @@ __device__ __forceinline__ void run_unit(SharedStorage<Traits>& st, const kernel
       for (int b = 0; b < DB; ++b)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          dst[64 * b + 16 * at.w + at.g + 8 * h] = to_16bit<T>(chunk_merge::out(acc[b][2 * h + r], inv_l, kept));
+          dst[64 * b + 16 * at.w + at.g + 8 * h] =
+              chunk_merge::out_bits<T>(chunk_merge::out(acc[b][2 * h + r], inv_l, kept));
       if (args.lse != nullptr && at.w == 0 && at.g == 0)  // public
         args.lse[to.lse_index] = chunk_merge::lse(rows[r], kept);
     }

@@ -43,19 +43,6 @@
 
 namespace dhp::sm90 {
 
-// Named barriers: 0 is __syncthreads, 2-4 the consumers' ping-pong turns
-// (mainloop.cuh), 5-7 consumer warpgroup g's own sync (128 threads), 8-9
-// the hand-off of the last ring slot to the O staging (D = 256). The id
-// is an immediate per warpgroup: computed ids made ptxas spill at D = 256.
-__device__ __forceinline__ void consumer_warpgroup_sync(int g) {
-  if (g == 0)  // public: warpgroup index
-    asm volatile("bar.sync 5, 128;\n" ::: "memory");
-  else if (g == 1)
-    asm volatile("bar.sync 6, 128;\n" ::: "memory");
-  else
-    asm volatile("bar.sync 7, 128;\n" ::: "memory");
-}
-
 // Where a tile's O is staged for its TMA store when not in the ring: the O
 // buffer (kernel_traits.cuh, kOBuffer) or the tile's own Q buffer.
 template <typename Traits>

@@ -110,6 +110,20 @@ inline constexpr bool kTurnExp =
 template <typename Traits>
 inline constexpr bool kMaxTree = (DHP_SM90_MAX_TREE & head_dim_bit(Traits::kHeadDim)) != 0 && !Traits::kHasLengths;
 
+// Named barriers: 0 is __syncthreads, 2-4 the consumers' ping-pong turns
+// (pingpong below), 5-7 consumer warpgroup g's own sync (128 threads), 8-9
+// the hand-off of the last ring slot to the O staging (D = 256). The narrow
+// decode kernel's exchanges take 5 (decode_narrow.cuh). The id
+// is an immediate per warpgroup: computed ids made ptxas spill at D = 256.
+__device__ __forceinline__ void consumer_warpgroup_sync(int g) {
+  if (g == 0)  // public: warpgroup index
+    asm volatile("bar.sync 5, 128;\n" ::: "memory");
+  else if (g == 1)
+    asm volatile("bar.sync 6, 128;\n" ::: "memory");
+  else
+    asm volatile("bar.sync 7, 128;\n" ::: "memory");
+}
+
 namespace pingpong {
 // Barrier 2 + g: "warpgroup g may issue". 256 = 128 waiting + 128 arriving.
 // Turns go round the NC consumer warpgroups in order. With one consumer
