@@ -46,16 +46,6 @@
 #include "kernels/sm90/tma.cuh"
 #include "kernels/sm90/wgmma.cuh"
 
-// DHP_SM90_NARROW_EARLY_Q=1: release the previous unit's Q buffer at the
-// unit's start instead of after its first chunk (run_unit), so that the
-// producer loads the next unit's Q and first K/V during this one. Safe (the
-// previous unit's Sᵀ GEMMs completed at its last wait; its lengths slot was
-// read at its start), not yet measured or gated: off until a GPU session
-// has (docs/perf-log.md, session 39). A/B knob.
-#ifndef DHP_SM90_NARROW_EARLY_Q
-#define DHP_SM90_NARROW_EARLY_Q 0
-#endif
-
 namespace dhp::sm90::narrow {
 
 constexpr int kRows = 8;  // query rows per tile: the wgmma's N
@@ -256,12 +246,13 @@ __device__ __forceinline__ void chunk_result(ChunkState<D>& cs, float (&sums)[2]
 // One work unit of the narrow kernel: a split unit's chunk (fp32 partials)
 // or a merging unit's chunks (ForwardArgs::decode_local), as the decode
 // kernel's units (forward_kernel.cuh, decode_local.cuh). kv: the ring
-// position, advanced by the unit's key tiles. release_previous_q runs after
-// the unit's first chunk -- for a split unit, its end, so the producer
-// loads the next unit's Q and first K/V only then (the 64-row kernel
-// releases at its first S GEMM; moving the release to the unit's start is
-// safe and is session 39's open lever: DHP_SM90_NARROW_EARLY_Q above);
-// decode_next before the stores.
+// position, advanced by the unit's key tiles. release_previous_q runs at
+// the unit's start, so that the producer loads the next unit's Q and first
+// K/V during this one: safe, since the previous unit's Sᵀ GEMMs completed
+// at its last wait and its lengths slot was read at its start. (Released
+// after the first chunk instead -- a split unit's end -- each unit boundary
+// paid one DRAM latency: B8 GQA 32/8 S_k 4096 D64 25.4 against 23.9 µs,
+// docs/perf-log.md, session 40.) decode_next before the stores.
 template <typename Traits, typename ReleaseQ, typename DecodeNext>
 __device__ __forceinline__ void run_unit(SharedStorage<Traits>& st, const kernels::ForwardArgs& args,
                                          const ScheduledTile& cur, int wtid, uint32_t& kv, uint32_t tc,
@@ -285,13 +276,12 @@ __device__ __forceinline__ void run_unit(SharedStorage<Traits>& st, const kernel
   float acc[DB][4];
   float lse[2];
   ChunkState<D> cs;
-  if constexpr (DHP_SM90_NARROW_EARLY_Q != 0) release_previous_q();
+  release_previous_q();
   for (int32_t i = 0; i < chunks; ++i) {  // public trip count: the last chunk first (the combine's order)
     KeyChunk range{cur.n_begin, cur.n_end};
     if (merging) range = key_chunk(cur.n_end, args.kv_splits - 1 - i, args.split_key_tiles);  // public
     cs = run_chunk<Traits>(st, args, at, q_addr, range.n_begin, range.n_end, kv);
     kv += static_cast<uint32_t>(range.n_end - range.n_begin);
-    if (DHP_SM90_NARROW_EARLY_Q == 0 && i == 0) release_previous_q();  // public
     // The sums' buffer alternates by chunk across units (public counts).
     chunk_result<D>(cs, st.narrow.sum, tc * static_cast<uint32_t>(chunks) + static_cast<uint32_t>(i), at,
                     args.scale_log2, lse);

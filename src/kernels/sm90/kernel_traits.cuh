@@ -93,8 +93,9 @@
 // Rows of the narrow decode kernel's Q buffers and TMA box: 64 as the
 // 64-row kernel (shipped), or 8, the rows it reads -- 2 KB instead of 16 at
 // D = 128, which leaves room for a third K/V stage there
-// (DHP_SM90_NARROW_STAGES128=3). Not yet run on a GPU (docs/perf-log.md,
-// session 39): an A/B knob until a session has measured and gated it.
+// (DHP_SM90_NARROW_STAGES128=3). An A/B knob, off: measured in session 40
+// (docs/perf-log.md) with the third D128 stage and five D64 stages, it gained
+// nothing (B8 GQA 32/8 S_k 4096: D128 39.3 -> 40.3 µs, D64 23.9 -> 24.2).
 #ifndef DHP_SM90_NARROW_Q_ROWS
 #define DHP_SM90_NARROW_Q_ROWS 64
 #endif
