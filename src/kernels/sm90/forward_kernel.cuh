@@ -72,7 +72,7 @@ __device__ __forceinline__ sm80::KeyTileRange<Traits::kBlockM, Traits::kBlockN> 
 }
 
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kThreads, 1)
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     attention_forward_sm90(const __grid_constant__ kernels::ForwardArgs args,
                            const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                            const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o) {

@@ -100,6 +100,23 @@
 #define DHP_SM90_NARROW_Q_ROWS 64
 #endif
 static_assert(DHP_SM90_NARROW_Q_ROWS == 8 || DHP_SM90_NARROW_Q_ROWS == 64, "narrow Q buffers: 8 or 64 rows");
+// Narrow decode CTAs per SM: 1 (shipped) or 2 (A/B knob, off; not yet run
+// on a GPU). Session 40's stall profile of the narrow kernel at B8 GQA 32/8
+// S_k 4096 D64 had its consumer waiting for K and V to land in ≈ 25 % of
+// its samples, yet more stages gained nothing: one CTA's serial chain
+// (wait, Sᵀ GEMM, max exchange, P exchange, wait, Oᵀ GEMM) leaves its SM's
+// memory pipe idle between its bursts. cuDNN's kernel runs two CTAs per SM
+// at these shapes (docs/perf-log.md, session 39). With 2: the launch bounds
+// ask for two resident CTAs (128 registers per thread at launch; the
+// setmaxnreg split below stays within them), shared memory at most half an
+// SM's less the per-CTA reserve, the grid up to twice the SMs, and D = 128
+// on 64-key tiles (launch.cuh) so that two stages fit. Set the stages with
+// DHP_SM90_NARROW_STAGES64 / DHP_SM90_NARROW_STAGES128 (2 fit at either D
+// with 64-row Q buffers; 3 with DHP_SM90_NARROW_Q_ROWS=8).
+#ifndef DHP_SM90_NARROW_CTAS
+#define DHP_SM90_NARROW_CTAS 1
+#endif
+static_assert(DHP_SM90_NARROW_CTAS == 1 || DHP_SM90_NARROW_CTAS == 2, "narrow CTAs per SM: 1 or 2");
 // GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
 // the 5-D Q load and the causal mask on row >> q_shift). On by default
 // since its suites and gates ran on a GPU (docs/perf-log.md, session 34);
@@ -227,6 +244,7 @@ struct Sm90Traits {
                                  : D == 256            ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256)
                                                        : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
+  static constexpr int kCtasPerSm = kNarrow ? DHP_SM90_NARROW_CTAS : 1;  // __launch_bounds__, the grid
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
   static constexpr int kQLoadBytes = kBlockM * D * 2;  // what the copies write into it per tile
@@ -236,11 +254,16 @@ struct Sm90Traits {
   // to spare (64-row tiles for grids that would not fill the GPU).
   // One GEMM in flight (kOneGemm): 128 x 24 + 256 x 240 = 64 512, the
   // launch's 168 x 384.
-  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : kOneGemm ? 24 : DHP_SM90_PRODUCER_REGS;
+  // Two narrow CTAs per SM: 128 x 40 + 128 x 216 = 32K each.
+  static constexpr int kProducerRegs = kCtasPerSm == 2 ? 40
+                                       : kConsumers == 3 ? 32
+                                       : kOneGemm        ? 24
+                                                         : DHP_SM90_PRODUCER_REGS;
   // The one consumer warpgroup of the decode kernel and of the dense 64-row
   // D = 128 / 256 kernels takes all it may (the D = 256 decode kernel with
   // lengths spilled 40 bytes at 232). The 64-row D = 64 kernel keeps 232.
-  static constexpr int kConsumerRegs = kConsumers == 3                   ? 160
+  static constexpr int kConsumerRegs = kCtasPerSm == 2                  ? 216
+                                       : kConsumers == 3                   ? 160
                                        : kOneGemm                        ? 240
                                        : kDecode || (NC_ == 1 && D != 64) ? 256
                                                                           : DHP_SM90_CONSUMER_REGS;
@@ -252,7 +275,8 @@ struct Sm90Traits {
   // each warpgroup in its own 64 rows (which only its own S GEMMs read), so
   // no buffer of its own is needed -- except where kOBuffer (below) gives it
   // one; with one Q buffer, in the ring (below).
-  static constexpr int kSmemLimit = 227 * 1024;
+  // Per CTA: an SM's 228 KB less 1 KB reserved per resident CTA.
+  static constexpr int kSmemLimit = kCtasPerSm == 2 ? 113 * 1024 : 227 * 1024;
   static constexpr int kRingBytes = 2 * kStages * kKVBytes;
   // + 2048: SharedStorage rounds its barrier block up to 1024 bytes, and the
   // launch adds 1024 of alignment slack.

@@ -314,11 +314,11 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     const bool local = local_env != nullptr ? std::atoi(local_env) != 0
                                             : merging_units_pay(query_tiles(a, BM), plan.splits, sms);
     a.decode_local = local && plan.splits > 1 ? 1 : 0;
-    static_assert(sizeof(SharedStorage<Traits>) + 1024 <= 227 * 1024, "the merged O beside Q and the ring");
+    static_assert(sizeof(SharedStorage<Traits>) + 1024 <= Traits::kSmemLimit, "the merged O beside Q and the ring");
   }
   const int64_t units = query_tiles(a, BM) * (a.decode_local ? 1 : plan.splits);
   if (units > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
-  const int grid = static_cast<int>(std::min<int64_t>(units, sms));
+  const int grid = static_cast<int>(std::min<int64_t>(units, static_cast<int64_t>(sms) * Traits::kCtasPerSm));
   // The ring position counts key tiles in 32 bits (as in launch_attention).
   const int64_t unit_key_tiles = static_cast<int64_t>(plan.split_key_tiles) * (a.decode_local ? plan.splits : 1);
   if ((units + grid - 1) / grid * unit_key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
@@ -363,6 +363,10 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
     static thread_local int configured_device = -1;
     err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
+    // Two CTAs per SM (DHP_SM90_NARROW_CTAS=2): the whole carveout as
+    // shared memory, so that both fit (a hint the driver may round).
+    if (err == cudaSuccess && Traits::kCtasPerSm > 1)
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     if (err == cudaSuccess)
       err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
   }
@@ -423,7 +427,10 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // kernel (decode_narrow.cuh; decode.hpp, takes_narrow_kernel).
     // DHP_SM90_NARROW=0 keeps the 64-row one (A/B; read at every call).
     if constexpr (D <= 128) {
-      using Narrow = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, 2>;
+      // Two narrow CTAs per SM (kernel_traits.cuh, DHP_SM90_NARROW_CTAS):
+      // 64-key tiles at D = 128, so that two stages fit in half an SM.
+      constexpr int kNarrowBN = DHP_SM90_NARROW_CTAS == 2 && D == 128 ? 64 : Sm90Config<D>::kBlockN;
+      using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBN, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
           takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))
