@@ -14,6 +14,7 @@ import argparse
 import itertools
 import math
 import statistics
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +27,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--shape", action="append", required=True, help="B,S_q,H_q,H_kv,S_k,D")
 ap.add_argument("--calls", type=int, default=50)
 args = ap.parse_args()
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
 
 
@@ -56,7 +58,7 @@ def kernels_per_call(fn, calls):
 
 
 def short(name):
-    name = name.split("(")[0]
+    name = name.replace("(anonymous namespace)::", "").split("(")[0]
     return name if len(name) <= 60 else name[:57] + "..."
 
 

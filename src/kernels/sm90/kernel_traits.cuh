@@ -100,23 +100,29 @@
 #define DHP_SM90_NARROW_Q_ROWS 64
 #endif
 static_assert(DHP_SM90_NARROW_Q_ROWS == 8 || DHP_SM90_NARROW_Q_ROWS == 64, "narrow Q buffers: 8 or 64 rows");
-// Narrow decode CTAs per SM: 1 (shipped) or 2 (A/B knob, off; not yet run
-// on a GPU). Session 40's stall profile of the narrow kernel at B8 GQA 32/8
-// S_k 4096 D64 had its consumer waiting for K and V to land in ≈ 25 % of
-// its samples, yet more stages gained nothing: one CTA's serial chain
-// (wait, Sᵀ GEMM, max exchange, P exchange, wait, Oᵀ GEMM) leaves its SM's
-// memory pipe idle between its bursts. cuDNN's kernel runs two CTAs per SM
-// at these shapes (docs/perf-log.md, session 39). With 2: the launch bounds
+// Narrow decode CTAs per SM, per head dim: 1 (shipped) or 2 (A/B knobs,
+// off). Session 40's stall profile of the narrow kernel at B8 GQA 32/8 S_k
+// 4096 D64 had its consumer waiting for K and V to land in ≈ 25 % of its
+// samples, yet more stages gained nothing: one CTA's serial chain (wait,
+// Sᵀ GEMM, max exchange, P exchange, wait, Oᵀ GEMM) leaves its SM's memory
+// pipe idle between its bursts; cuDNN's kernel runs two CTAs per SM at
+// these shapes (docs/perf-log.md, session 39). With 2: the launch bounds
 // ask for two resident CTAs (128 registers per thread at launch; the
 // setmaxnreg split below stays within them), shared memory at most half an
-// SM's less the per-CTA reserve, the grid up to twice the SMs, and D = 128
-// on 64-key tiles (launch.cuh) so that two stages fit. Set the stages with
-// DHP_SM90_NARROW_STAGES64 / DHP_SM90_NARROW_STAGES128 (2 fit at either D
-// with 64-row Q buffers; 3 with DHP_SM90_NARROW_Q_ROWS=8).
-#ifndef DHP_SM90_NARROW_CTAS
-#define DHP_SM90_NARROW_CTAS 1
+// SM's less the per-CTA reserve, two K/V stages, the grid up to twice the
+// SMs, and at D = 128 64-key tiles (launch.cuh), so that two stages fit.
+// Measured once on an H200 (session 40, not yet gated): D64 B8 GQA 32/8
+// S_k 4096 23.9 -> 22.2 µs (0.95x cuDNN), B32 69.2 -> 66.2, B8 MHA S_k 2048
+// 35.2 -> 34.4; D128 slower (B8 39.3 -> 40.7, B1 9.6 -> 10.2).
+#ifndef DHP_SM90_NARROW_CTAS64
+#define DHP_SM90_NARROW_CTAS64 1
 #endif
-static_assert(DHP_SM90_NARROW_CTAS == 1 || DHP_SM90_NARROW_CTAS == 2, "narrow CTAs per SM: 1 or 2");
+#ifndef DHP_SM90_NARROW_CTAS128
+#define DHP_SM90_NARROW_CTAS128 1
+#endif
+static_assert((DHP_SM90_NARROW_CTAS64 == 1 || DHP_SM90_NARROW_CTAS64 == 2) &&
+                  (DHP_SM90_NARROW_CTAS128 == 1 || DHP_SM90_NARROW_CTAS128 == 2),
+              "narrow CTAs per SM: 1 or 2");
 // GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
 // the 5-D Q load and the causal mask on row >> q_shift). On by default
 // since its suites and gates ran on a GPU (docs/perf-log.md, session 34);
@@ -236,7 +242,11 @@ struct Sm90Traits {
                                    : BN_ == 160                 ? DHP_SM90_Q_REG_COLS160
                                                                 : DHP_SM90_Q_REG_COLS128;
   static_assert(kQRegCols % 16 == 0 && kQRegCols >= 0 && kQRegCols <= D, "Q columns in registers: 16 per k-step");
-  static constexpr int kStages = kNarrow && D == 64    ? DHP_SM90_NARROW_STAGES64
+  // Resident CTAs per SM (__launch_bounds__, the decode grid): 2 only for
+  // the narrow kernel under its A/B knobs (above), with two K/V stages.
+  static constexpr int kCtasPerSm = !kNarrow ? 1 : D == 64 ? DHP_SM90_NARROW_CTAS64 : DHP_SM90_NARROW_CTAS128;
+  static constexpr int kStages = kCtasPerSm == 2         ? 2
+                                 : kNarrow && D == 64    ? DHP_SM90_NARROW_STAGES64
                                  : kNarrow && D == 128 ? DHP_SM90_NARROW_STAGES128
                                  : kDecode && D == 64  ? DHP_SM90_DECODE_STAGES64
                                  : kDecode && D == 128 ? DHP_SM90_DECODE_STAGES128
@@ -244,7 +254,6 @@ struct Sm90Traits {
                                  : D == 256            ? (ONE_GEMM_ ? 1 : DHP_SM90_STAGES256)
                                                        : 2;
   static constexpr int kThreads = 128 + kConsumerThreads;
-  static constexpr int kCtasPerSm = kNarrow ? DHP_SM90_NARROW_CTAS : 1;  // __launch_bounds__, the grid
   static constexpr int kColBlocks = D / 64;  // TMA boxes per tile (64 elements = 128 B wide)
   static constexpr int kQBytes = kQRows * D * 2;      // a Q buffer
   static constexpr int kQLoadBytes = kBlockM * D * 2;  // what the copies write into it per tile

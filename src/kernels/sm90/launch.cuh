@@ -363,7 +363,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
     static thread_local int configured_device = -1;
     err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
-    // Two CTAs per SM (DHP_SM90_NARROW_CTAS=2): the whole carveout as
+    // Two CTAs per SM (DHP_SM90_NARROW_CTAS64/128=2): the whole carveout as
     // shared memory, so that both fit (a hint the driver may round).
     if (err == cudaSuccess && Traits::kCtasPerSm > 1)
       err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
@@ -427,9 +427,9 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // kernel (decode_narrow.cuh; decode.hpp, takes_narrow_kernel).
     // DHP_SM90_NARROW=0 keeps the 64-row one (A/B; read at every call).
     if constexpr (D <= 128) {
-      // Two narrow CTAs per SM (kernel_traits.cuh, DHP_SM90_NARROW_CTAS):
-      // 64-key tiles at D = 128, so that two stages fit in half an SM.
-      constexpr int kNarrowBN = DHP_SM90_NARROW_CTAS == 2 && D == 128 ? 64 : Sm90Config<D>::kBlockN;
+      // Two narrow CTAs per SM at D = 128 (kernel_traits.cuh,
+      // DHP_SM90_NARROW_CTAS128): 64-key tiles, so that two stages fit.
+      constexpr int kNarrowBN = DHP_SM90_NARROW_CTAS128 == 2 && D == 128 ? 64 : Sm90Config<D>::kBlockN;
       using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBN, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
