@@ -277,6 +277,10 @@ struct Sm90Traits {
                                        : kDecode || (NC_ == 1 && D != 64) ? 256
                                                                           : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
+  // The split fits the register file of an SM (64K) with kCtasPerSm CTAs
+  // resident: setmaxnreg.inc would otherwise wait for registers no CTA frees.
+  static_assert(kCtasPerSm * (128 * kProducerRegs + kConsumerThreads * kConsumerRegs) <= 64 * 1024,
+                "setmaxnreg split beyond the register file");
   // Q ring: two buffers where they fit beside the K/V ring (D = 64, 128),
   // so the producer loads the next tile's Q -- and, behind it, that tile's
   // first K/V -- while this tile runs; one at D = 256 (64 KB per Q tile).
