@@ -133,23 +133,30 @@ def test_deterministic_and_batch_invariant():
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("heads", [(32, 8), (8, 8)])
 @pytest.mark.parametrize("lengths", [False, True])
-def test_decode_step_matches_reference_alone_or_batched(D, heads, lengths):
-    # One decoding step (S_q = 1; GQA 32/8 and MHA): the narrow decode kernel
-    # (at most 8 rows per tile) with its split units at B 9 and, alone, at B 1
+@pytest.mark.parametrize("Sq", [1, 2])
+def test_decode_step_matches_reference_alone_or_batched(D, heads, lengths, Sq):
+    # One decoding step (S_q = 1; GQA 32/8 and MHA) and two causal drafted
+    # tokens (S_q = 2): the narrow decode kernel where a tile holds at most 8
+    # rows (S_q = 1; S_q 2 under its DHP_SM90_NARROW_MULTI_SQ knob, the
+    # 64-row decode kernel otherwise), split units at B 9 and, alone, at B 1
     # -- where the launcher may choose other units (merging, or a different
     # grid) -- giving the same bits (threat model G5). S_k not a multiple of
-    # any key tile; secret key lengths across the range, 0 included.
+    # any key tile; secret lengths across the range, 0 included.
     Hq, Hkv = heads
-    B, Sk = 9, 3001
-    q, k, v = make_qkv(B, 1, Sk, Hq, Hkv, D, torch.float16)
+    B, Sk = 9, 3001 if Sq == 1 else 4099  # MHA S_q 2 takes the decode path from S_k 4096 (decode.hpp)
+    q, k, v = make_qkv(B, Sq, Sk, Hq, Hkv, D, torch.float16)
     kw = dict(seqlens_k=_lengths(B, Sk)) if lengths else {}
-    o, lse = dhp_attention.attention(q, k, v, return_lse=True, **kw)
-    ro, rlse = reference(q, k, v, **kw)
-    _check(o, lse, ro, rlse, "float16", f"decode D{D} {Hq}/{Hkv} lengths={lengths}")
+    if lengths and Sq > 1:
+        kw["seqlens_q"] = _lengths(B, Sq)
+    causal = Sq > 1
+    o, lse = dhp_attention.attention(q, k, v, causal=causal, return_lse=True, **kw)
+    ro, rlse = reference(q, k, v, causal=causal, **kw)
+    what = f"decode S_q {Sq} D{D} {Hq}/{Hkv} lengths={lengths}"
+    _check(o, lse, ro, rlse, "float16", what)
     for b in (0, 4):
         kb = {n: t[b:b + 1] for n, t in kw.items()}
-        o_alone = dhp_attention.attention(q[b:b + 1], k[b:b + 1], v[b:b + 1], **kb)
-        assert torch.equal(o[b:b + 1], o_alone), f"decode D{D} {Hq}/{Hkv}: sequence {b} alone differs"
+        o_alone = dhp_attention.attention(q[b:b + 1], k[b:b + 1], v[b:b + 1], causal=causal, **kb)
+        assert torch.equal(o[b:b + 1], o_alone), f"{what}: sequence {b} alone differs"
 
 
 def test_attention_into_with_poisoned_output_writes_every_element():

@@ -181,17 +181,23 @@ inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
 
 // Whether a decode-path call runs on the narrow decode kernel
 // (decode_narrow.cuh; D <= 128, which the launcher checks): one query
-// position (S_q = 1, where decode_args drops the causal mask, which the
-// narrow kernel does not have) whose plan packs at most 8 rows per tile --
+// position (S_q = 1, where decode_args drops the causal mask) whose plan
+// packs at most 8 rows per tile --
 // MHA, or a GQA group of at most 8. Public shape only, never the batch: a
 // sequence gets the same kernel, and so the same bits, in any batch (G5).
 // There the 64-row decode kernel computed 8-64x the live rows; the narrow
 // one ran 1.02-1.22x faster on every S_q = 1 shape timed (H200, D 64 and
-// 128, B1-B32; docs/perf-log.md, session 39). S_q > 1 with at most 8 rows
-// and no causal mask would fit it too, but has not run on a GPU.
+// 128, B1-B32; docs/perf-log.md, session 39). DHP_SM90_NARROW_MULTI_SQ=1
+// (A/B knob, off; not yet run on a GPU): S_q > 1 too where the plan's rows
+// are at most 8 (MHA S_q <= 8, a packed group of 4 at S_q 2, ...), the
+// causal mask then by select in the kernel (decode_narrow.cuh).
+#ifndef DHP_SM90_NARROW_MULTI_SQ
+#define DHP_SM90_NARROW_MULTI_SQ 0
+#endif
 constexpr int32_t kNarrowRows = 8;
 inline bool takes_narrow_kernel(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {
-  return a.seqlen_q == 1 && decode_plan(a, block_m, block_n, 0, pack_sq).rows <= kNarrowRows;
+  return (a.seqlen_q == 1 || DHP_SM90_NARROW_MULTI_SQ != 0) &&
+         decode_plan(a, block_m, block_n, 0, pack_sq).rows <= kNarrowRows;
 }
 
 // The kernel's view of the call under the plan. Packed at S_q = 1: Q and

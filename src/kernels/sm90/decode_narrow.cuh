@@ -1,6 +1,7 @@
 // The narrow decode kernel (Sm90Traits DECODE_ = 2; decode.hpp,
 // takes_narrow_kernel): a decode tile of at most 8 query rows -- one LLM
-// step, S_q = 1, its GQA group (<= 8) packed as rows -- with both GEMMs
+// step, S_q = 1, its GQA group (<= 8) packed as rows; S_q > 1 under the
+// DHP_SM90_NARROW_MULTI_SQ knob (decode.hpp) -- with both GEMMs
 // transposed so that the keys fill the wgmma's 64 rows instead of padding:
 //   Sᵀ = K Qᵀ    (per key tile: BN / 64 m64n8k16 chains over D; A = K,
 //                 B = the Q buffer's first 8 rows, both K-major)
@@ -27,9 +28,10 @@
 // use chunk_merge.cuh's arithmetic, as decode_local.cuh does.
 //
 // Constant time: every loop runs to a public count (chunks, key tiles);
-// masking is by select (key < L_k, row < L_q: ct_mask_lt, ct_select) in
-// every key tile; exp2 / rcp / log2 by MUFU (ct.cuh); stores are guarded
-// by public positions (row < the view's S_q) and lane indices only.
+// masking is by select (key < L_k or the row's causal limit, row < L_q:
+// ct_mask_lt, ct_min, ct_select) in every key tile; exp2 / rcp / log2 by
+// MUFU (ct.cuh); stores are guarded by public positions (row < the view's
+// S_q) and lane indices only.
 #pragma once
 
 #include <cmath>
@@ -39,6 +41,7 @@
 #include "kernels/forward_args.hpp"
 #include "kernels/sm90/chunk_merge.cuh"
 #include "kernels/sm90/consumer_view.cuh"
+#include "kernels/sm90/decode.hpp"  // DHP_SM90_NARROW_MULTI_SQ
 #include "kernels/sm90/decode_local.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
 #include "kernels/sm90/mainloop.cuh"
@@ -97,6 +100,20 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
     for (int e = 0; e < 4; ++e) cs.o[b][e] = 0.0f;
   float s[MB][4];
 
+#if DHP_SM90_NARROW_MULTI_SQ
+  // S_q > 1 (the A/B knob, decode.hpp): with the causal flag (public), row q
+  // -- position q >> q_shift of the packed rows, L_q counting rows -- sees
+  // keys up to its diagonal (q >> q_shift) + L_k - (L_q >> q_shift), as the
+  // 64-row kernel's packed mask (consumer_view.cuh); the key limit per row
+  // is then min(L_k, diagonal + 1). Secret with lengths: arithmetic only.
+  int32_t key_limit[2] = {at.L_k, at.L_k};
+  if (args.causal != 0) {  // public
+    const int32_t lag = at.L_k - (at.L_q >> args.q_shift);  // a shift by a public amount
+#pragma unroll
+    for (int r = 0; r < 2; ++r) key_limit[r] = ct::ct_min(at.L_k, ((2 * at.t + r) >> args.q_shift) + lag + 1);
+  }
+#endif
+
   const int32_t n_tiles = n_end - n_begin;  // public
   for (int32_t it = 0; it < n_tiles; ++it) {  // public trip count
     const uint32_t pos = kv + static_cast<uint32_t>(it);
@@ -120,13 +137,19 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
     tma::arrive(&st.k_empty[st_i]);
     if (it > 0) tma::arrive(&st.v_empty[(pos - 1) % S]);  // public predicate
 
-    // Mask by select: key < L_k and row < L_q (secret with lengths).
+    // Mask by select: key < L_k (or the row's causal limit) and row < L_q
+    // (secret with lengths).
     const int32_t key0 = n * BN + 16 * at.w + at.g;
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const ct::Mask seen = ct::ct_mask_and(ct::ct_mask_lt(key0 + 64 * mb + 8 * (e / 2), at.L_k),
+#if DHP_SM90_NARROW_MULTI_SQ
+        const int32_t limit = key_limit[e % 2];
+#else
+        const int32_t limit = at.L_k;
+#endif
+        const ct::Mask seen = ct::ct_mask_and(ct::ct_mask_lt(key0 + 64 * mb + 8 * (e / 2), limit),
                                               ct::ct_mask_lt(2 * at.t + (e % 2), at.L_q));
         s[mb][e] = ct::ct_select(seen, s[mb][e], -INFINITY);
       }
