@@ -131,19 +131,18 @@ def test_deterministic_and_batch_invariant():
 
 
 @pytest.mark.parametrize("D", [64, 128])
-@pytest.mark.parametrize("heads", [(32, 8), (8, 8)])
 @pytest.mark.parametrize("lengths", [False, True])
-@pytest.mark.parametrize("Sq", [1, 2])
-def test_decode_step_matches_reference_alone_or_batched(D, heads, lengths, Sq):
-    # One decoding step (S_q = 1; GQA 32/8 and MHA) and two causal drafted
-    # tokens (S_q = 2): the narrow decode kernel where a tile holds at most 8
-    # rows (S_q = 1; S_q 2 under its DHP_SM90_NARROW_MULTI_SQ knob, the
-    # 64-row decode kernel otherwise), split units at B 9 and, alone, at B 1
-    # -- where the launcher may choose other units (merging, or a different
-    # grid) -- giving the same bits (threat model G5). S_k not a multiple of
-    # any key tile; secret lengths across the range, 0 included.
-    Hq, Hkv = heads
-    B, Sk = 9, 3001 if Sq == 1 else 4099  # MHA S_q 2 takes the decode path from S_k 4096 (decode.hpp)
+@pytest.mark.parametrize("Sq,Hq,Hkv", [(1, 32, 8), (1, 8, 8), (2, 32, 8), (2, 8, 8), (4, 16, 8), (7, 8, 8)])
+def test_decode_step_matches_reference_alone_or_batched(D, lengths, Sq, Hq, Hkv):
+    # One decoding step (S_q = 1; GQA 32/8 and MHA) and causal drafted tokens
+    # (S_q 2-7: a group of 4 at S_q 2 and of 2 at S_q 4 packed as 8 rows,
+    # MHA unpacked): at most 8 rows per tile, the narrow decode kernel (S_q =
+    # 1; S_q > 1 under its DHP_SM90_NARROW_MULTI_SQ knob, the 64-row decode
+    # kernel otherwise). Split units at B 9 and, alone, at B 1 -- where the
+    # launcher may choose other units (merging, or a different grid) -- give
+    # the same bits (threat model G5). S_k not a multiple of any key tile;
+    # secret lengths across the range, 0 included (L_q < S_q too).
+    B, Sk = 9, 3001 if Sq == 1 else 4099  # MHA S_q > 1 takes the decode path from S_k 4096 (decode.hpp)
     q, k, v = make_qkv(B, Sq, Sk, Hq, Hkv, D, torch.float16)
     kw = dict(seqlens_k=_lengths(B, Sk)) if lengths else {}
     if lengths and Sq > 1:

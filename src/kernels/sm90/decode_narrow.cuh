@@ -49,6 +49,11 @@
 #include "kernels/sm90/tma.cuh"
 #include "kernels/sm90/wgmma.cuh"
 
+// With 8-row Q boxes the narrow plan packs only groups dividing 8, and at
+// S_q > 1 would run wider groups as unpacked tiles, each re-reading K/V.
+static_assert(!(DHP_SM90_NARROW_MULTI_SQ != 0 && DHP_SM90_NARROW_Q_ROWS == 8),
+              "DHP_SM90_NARROW_MULTI_SQ with DHP_SM90_NARROW_Q_ROWS=8: not a combination to build");
+
 namespace dhp::sm90::narrow {
 
 constexpr int kRows = 8;  // query rows per tile: the wgmma's N

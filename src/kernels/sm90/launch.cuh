@@ -303,8 +303,36 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   // narrow kernel's producer has no wait on the copy's counters
   // (producer.cuh), so it must never be given them.
   if (Traits::kNarrow && a.v_ready != nullptr) return cudaErrorNotSupported;
+  // The narrow kernel computes one 8-row tile from row 0 (decode_narrow.cuh):
+  // takes_narrow_kernel's rule, checked again here.
+  if (Traits::kNarrow && plan.rows > kNarrowRows) return cudaErrorNotSupported;
   const int sms = sm_count();
   if (sms <= 0) return cudaErrorInvalidDevice;
+  auto* kernel = &attention_forward_sm90<Traits>;
+  constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
+  // CTAs resident per SM: 1, or with two narrow CTAs per SM (the
+  // DHP_SM90_NARROW_CTAS64/128 knobs) as many as the occupancy query finds
+  // once the whole carveout is asked for as shared memory (a hint the
+  // driver may round), at most two; once per device.
+  int per_sm = 1;
+  if constexpr (Traits::kCtasPerSm > 1) {
+    static thread_local int queried_device = -1, resident = 1;
+    int device = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess && device != queried_device) {
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+      if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+      int n = 0;
+      if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, Traits::kThreads, kSmem);
+      if (e != cudaSuccess) return e;
+      resident = std::clamp(n, 1, Traits::kCtasPerSm);
+      queried_device = device;
+    }
+    if (e != cudaSuccess) return e;
+    per_sm = resident;
+  }
   // Merging units (decode_local.cuh; D <= 128) where merging_units_pay
   // (decode.hpp), split units elsewhere: the batch may decide, both give
   // the same bits. DHP_SM90_DECODE_LOCAL=0|1 forces one (A/B; read at every
@@ -312,13 +340,13 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   if constexpr (Traits::kMergeChunks || Traits::kNarrow) {
     const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
     const bool local = local_env != nullptr ? std::atoi(local_env) != 0
-                                            : merging_units_pay(query_tiles(a, BM), plan.splits, sms);
+                                            : merging_units_pay(query_tiles(a, BM), plan.splits, sms * per_sm);
     a.decode_local = local && plan.splits > 1 ? 1 : 0;
     static_assert(sizeof(SharedStorage<Traits>) + 1024 <= Traits::kSmemLimit, "the merged O beside Q and the ring");
   }
   const int64_t units = query_tiles(a, BM) * (a.decode_local ? 1 : plan.splits);
   if (units > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
-  const int grid = static_cast<int>(std::min<int64_t>(units, static_cast<int64_t>(sms) * Traits::kCtasPerSm));
+  const int grid = static_cast<int>(std::min<int64_t>(units, static_cast<int64_t>(sms) * per_sm));
   // The ring position counts key tiles in 32 bits (as in launch_attention).
   const int64_t unit_key_tiles = static_cast<int64_t>(plan.split_key_tiles) * (a.decode_local ? plan.splits : 1);
   if ((units + grid - 1) / grid * unit_key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
@@ -359,14 +387,8 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
                                          a.v_stride_head, a.v_stride_batch, BN))
     err = cudaErrorNotSupported;
   if (err == cudaSuccess) {
-    auto* kernel = &attention_forward_sm90<Traits>;
-    constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
     static thread_local int configured_device = -1;
     err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
-    // Two CTAs per SM (DHP_SM90_NARROW_CTAS64/128=2): the whole carveout as
-    // shared memory, so that both fit (a hint the driver may round).
-    if (err == cudaSuccess && Traits::kCtasPerSm > 1)
-      err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     if (err == cudaSuccess)
       err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
   }
@@ -423,8 +445,9 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
                                 : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>(),
                                                     Decode::kMergeChunks);
   if (decode_shape) {
-    // At most 8 rows per tile and no causal mask left: the narrow decode
-    // kernel (decode_narrow.cuh; decode.hpp, takes_narrow_kernel).
+    // At most 8 rows per tile at S_q = 1 (S_q > 1 too under the
+    // DHP_SM90_NARROW_MULTI_SQ knob): the narrow decode kernel
+    // (decode_narrow.cuh; decode.hpp, takes_narrow_kernel).
     // DHP_SM90_NARROW=0 keeps the 64-row one (A/B; read at every call).
     if constexpr (D <= 128) {
       // Two narrow CTAs per SM at D = 128 (kernel_traits.cuh,
