@@ -123,6 +123,20 @@ static_assert(DHP_SM90_NARROW_Q_ROWS == 8 || DHP_SM90_NARROW_Q_ROWS == 64, "narr
 static_assert((DHP_SM90_NARROW_CTAS64 == 1 || DHP_SM90_NARROW_CTAS64 == 2) &&
                   (DHP_SM90_NARROW_CTAS128 == 1 || DHP_SM90_NARROW_CTAS128 == 2),
               "narrow CTAs per SM: 1 or 2");
+// With two narrow CTAs per SM: the K/V stages per CTA (2 fit at D = 64 and
+// at D = 128 on 64-key tiles; 1 at D = 128 on 128-key tiles), and at D =
+// 128 whether to keep 128-key tiles (DHP_SM90_NARROW_2CTA_BN128=1, with
+// one stage: 64-key tiles measured slower in session 40, which may be the
+// tiles' doubled per-key exchanges rather than the second CTA). With one
+// stage ptxas recomputes the ring phase inside the K wait's retry loop, a
+// form the retry-block check (tools/validate/per_pc.py) rejects: time it
+// first, and make its SASS pass only if it wins.
+#ifndef DHP_SM90_NARROW_2CTA_STAGES
+#define DHP_SM90_NARROW_2CTA_STAGES 2
+#endif
+#ifndef DHP_SM90_NARROW_2CTA_BN128
+#define DHP_SM90_NARROW_2CTA_BN128 0
+#endif
 // GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
 // the 5-D Q load and the causal mask on row >> q_shift). On by default
 // since its suites and gates ran on a GPU (docs/perf-log.md, session 34);
@@ -243,9 +257,9 @@ struct Sm90Traits {
                                                                 : DHP_SM90_Q_REG_COLS128;
   static_assert(kQRegCols % 16 == 0 && kQRegCols >= 0 && kQRegCols <= D, "Q columns in registers: 16 per k-step");
   // Resident CTAs per SM (__launch_bounds__, the decode grid): 2 only for
-  // the narrow kernel under its A/B knobs (above), with two K/V stages.
+  // the narrow kernel under its A/B knobs (above), with their own stages.
   static constexpr int kCtasPerSm = !kNarrow ? 1 : D == 64 ? DHP_SM90_NARROW_CTAS64 : DHP_SM90_NARROW_CTAS128;
-  static constexpr int kStages = kCtasPerSm == 2         ? 2
+  static constexpr int kStages = kCtasPerSm == 2         ? DHP_SM90_NARROW_2CTA_STAGES
                                  : kNarrow && D == 64    ? DHP_SM90_NARROW_STAGES64
                                  : kNarrow && D == 128 ? DHP_SM90_NARROW_STAGES128
                                  : kDecode && D == 64  ? DHP_SM90_DECODE_STAGES64

@@ -451,8 +451,11 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // DHP_SM90_NARROW=0 keeps the 64-row one (A/B; read at every call).
     if constexpr (D <= 128) {
       // Two narrow CTAs per SM at D = 128 (kernel_traits.cuh,
-      // DHP_SM90_NARROW_CTAS128): 64-key tiles, so that two stages fit.
-      constexpr int kNarrowBN = DHP_SM90_NARROW_CTAS128 == 2 && D == 128 ? 64 : Sm90Config<D>::kBlockN;
+      // DHP_SM90_NARROW_CTAS128): 64-key tiles, so that two stages fit,
+      // unless DHP_SM90_NARROW_2CTA_BN128 keeps 128 (with one stage).
+      constexpr int kNarrowBN = DHP_SM90_NARROW_CTAS128 == 2 && D == 128 && DHP_SM90_NARROW_2CTA_BN128 == 0
+                                    ? 64
+                                    : Sm90Config<D>::kBlockN;
       using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBN, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
