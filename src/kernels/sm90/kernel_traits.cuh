@@ -259,8 +259,8 @@ struct Sm90Traits {
   // Resident CTAs per SM (__launch_bounds__, the decode grid): 2 only for
   // the narrow kernel under its A/B knobs (above), with their own stages.
   static constexpr int kCtasPerSm = !kNarrow ? 1 : D == 64 ? DHP_SM90_NARROW_CTAS64 : DHP_SM90_NARROW_CTAS128;
-  static constexpr int kStages = kCtasPerSm == 2         ? DHP_SM90_NARROW_2CTA_STAGES
-                                 : kNarrow && D == 64    ? DHP_SM90_NARROW_STAGES64
+  static constexpr int kStages = kCtasPerSm == 2       ? DHP_SM90_NARROW_2CTA_STAGES
+                                 : kNarrow && D == 64  ? DHP_SM90_NARROW_STAGES64
                                  : kNarrow && D == 128 ? DHP_SM90_NARROW_STAGES128
                                  : kDecode && D == 64  ? DHP_SM90_DECODE_STAGES64
                                  : kDecode && D == 128 ? DHP_SM90_DECODE_STAGES128
@@ -278,16 +278,16 @@ struct Sm90Traits {
   // One GEMM in flight (kOneGemm): 128 x 24 + 256 x 240 = 64 512, the
   // launch's 168 x 384.
   // Two narrow CTAs per SM: 128 x 40 + 128 x 216 = 32K each.
-  static constexpr int kProducerRegs = kCtasPerSm == 2 ? 40
+  static constexpr int kProducerRegs = kCtasPerSm == 2   ? 40
                                        : kConsumers == 3 ? 32
                                        : kOneGemm        ? 24
                                                          : DHP_SM90_PRODUCER_REGS;
   // The one consumer warpgroup of the decode kernel and of the dense 64-row
   // D = 128 / 256 kernels takes all it may (the D = 256 decode kernel with
   // lengths spilled 40 bytes at 232). The 64-row D = 64 kernel keeps 232.
-  static constexpr int kConsumerRegs = kCtasPerSm == 2                  ? 216
-                                       : kConsumers == 3                   ? 160
-                                       : kOneGemm                        ? 240
+  static constexpr int kConsumerRegs = kCtasPerSm == 2                    ? 216
+                                       : kConsumers == 3                  ? 160
+                                       : kOneGemm                         ? 240
                                        : kDecode || (NC_ == 1 && D != 64) ? 256
                                                                           : DHP_SM90_CONSUMER_REGS;
   static_assert(kConsumers >= 1 && kConsumers <= 3, "1, 2 or 3 consumer warpgroups");
