@@ -310,8 +310,6 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   if (sms <= 0) return cudaErrorInvalidDevice;
   auto* kernel = &attention_forward_sm90<Traits>;
   constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
-  static thread_local int configured_device = -1;
-  if (const cudaError_t e = kernels::ensure_smem_limit(kernel, kSmem, configured_device); e != cudaSuccess) return e;
   // CTAs resident per SM: 1, or with two narrow CTAs per SM (the
   // DHP_SM90_NARROW_CTAS64/128 knobs) as many as the occupancy query finds
   // once the whole carveout is asked for as shared memory (a hint the
@@ -322,7 +320,10 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);
     if (e == cudaSuccess && device != queried_device) {
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+      if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
       int n = 0;
       if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, Traits::kThreads, kSmem);
       if (e != cudaSuccess) return e;
@@ -385,8 +386,12 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   if (err == cudaSuccess && !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq,
                                          a.v_stride_head, a.v_stride_batch, BN))
     err = cudaErrorNotSupported;
-  if (err == cudaSuccess)
-    err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
+  if (err == cudaSuccess) {
+    static thread_local int configured_device = -1;
+    err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
+    if (err == cudaSuccess)
+      err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
+  }
   if (err == cudaSuccess && !a.decode_local) {  // merging units wrote O and lse themselves
     CombineArgs c{};
     c.o_partial = a.o_partial;
