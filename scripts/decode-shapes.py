@@ -7,9 +7,12 @@ time, against the GPU's memory bandwidth, say how close each is to the
 memory roof that bounds decoding. A measurement, not a gate: the issue grid
 (FA3's) has no decode rows.
 
-    python3 scripts/decode-shapes.py [--quick] [--shape B,S_q,H_q,H_kv,S_k,D ...]
+    python3 scripts/decode-shapes.py [--quick] [--causal] [--shape B,S_q,H_q,H_kv,S_k,D ...]
 
---shape (repeatable) replaces the default list.
+--shape (repeatable) replaces the default list. --causal: the causal mask
+aligned bottom-right (ours; the drafted tokens of speculative decoding),
+given to SDPA as torch.nn.attention.bias.causal_lower_right (its
+is_causal aligns top-left, which would not be the same work at S_q > 1).
 """
 import math
 import statistics
@@ -18,6 +21,7 @@ import sys
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 import dhp_attention
 from dhp_attention.bench import chain_graph, time_events
@@ -33,6 +37,7 @@ _given = [tuple(int(x) for x in sys.argv[i + 1].split(",")) for i, a in enumerat
 if _given:
     assert all(len(t) == 6 for t in _given), "--shape takes B,S_q,H_q,H_kv,S_k,D"
     SHAPES = _given
+CAUSAL = "--causal" in sys.argv[1:]
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
 
 
@@ -48,23 +53,25 @@ def chain_us(fs):
 
 
 print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; fp16, fresh inputs, "
-      f"{N_CHAIN} calls per graph; GB/s = K and V bytes / time")
+      f"{N_CHAIN} calls per graph; GB/s = K and V bytes / time"
+      + ("; causal (bottom-right)" if CAUSAL else ""))
 print("| B | S_q | H_q/H_kv | S_k | D | dhp us | cuDNN us | FA2 us | dhp GB/s | best SDPA GB/s | dhp/best SDPA |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for B, Sq, Hq, Hkv, Sk, D in SHAPES:
     sets = inputs(B, Sq, Hq, Hkv, Sk, D)
     kv_bytes = 2 * B * Sk * Hkv * D * 2
     row = {}
+    mask = causal_lower_right(Sq, Sk) if CAUSAL else None
     with torch.no_grad():
-        row["dhp"] = chain_us([lambda s=s: dhp_attention.attention(*s, layout="bhsd") for s in sets])
-        ref = dhp_attention.attention(*sets[0], layout="bhsd")  # [B, H, S_q, D], as SDPA
+        row["dhp"] = chain_us([lambda s=s: dhp_attention.attention(*s, causal=CAUSAL, layout="bhsd") for s in sets])
+        ref = dhp_attention.attention(*sets[0], causal=CAUSAL, layout="bhsd")  # [B, H, S_q, D], as SDPA
         for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)):
             try:
                 with sdpa_kernel([be]):
-                    out = F.scaled_dot_product_attention(*sets[0], enable_gqa=True)
+                    out = F.scaled_dot_product_attention(*sets[0], attn_mask=mask, enable_gqa=True)
                     err = (out.float() - ref.float()).norm() / out.float().norm()
                     assert err < 1e-2, f"{name} disagrees with dhp: {err:.2e}"
-                    row[name] = chain_us([lambda s=s: F.scaled_dot_product_attention(*s, enable_gqa=True)
+                    row[name] = chain_us([lambda s=s: F.scaled_dot_product_attention(*s, attn_mask=mask, enable_gqa=True)
                                           for s in sets])
             except Exception as e:  # a backend that does not take the shape
                 row[name] = None

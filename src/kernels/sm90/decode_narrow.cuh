@@ -75,6 +75,40 @@ struct Place {
   int32_t L_q, L_k;
 };
 
+// The four warps' per-row partials (maxima, sums) through shared memory:
+// warp w's rows 2t and 2t+1 at buf[w][2t] (8-B aligned), written by the
+// lanes with g = 0 and read by every lane after a barrier. Explicit
+// st.shared / ld.shared with 32-bit addresses: through a C++ reference into
+// SharedStorage ptxas emitted generic 64-bit ST.E / LD.E here, which sit in
+// the per-key-tile chain. The values are secret; the addresses are public.
+struct RowPair {
+  float v[2];
+};
+// (A/B knob, session 41: DHP_SM90_NARROW_LDS_EXCHANGE=0 is the C++ form.)
+#ifndef DHP_SM90_NARROW_LDS_EXCHANGE
+#define DHP_SM90_NARROW_LDS_EXCHANGE 1
+#endif
+__device__ __forceinline__ void put_rows(float (&buf)[4][kRows], int w, int t, float a, float b) {
+#if DHP_SM90_NARROW_LDS_EXCHANGE
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(&buf[w][2 * t]));
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
+#else
+  buf[w][2 * t] = a;
+  buf[w][2 * t + 1] = b;
+#endif
+}
+__device__ __forceinline__ RowPair get_rows(float (&buf)[4][kRows], int w, int t) {
+  RowPair p;
+#if DHP_SM90_NARROW_LDS_EXCHANGE
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(&buf[w][2 * t]));
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(p.v[0]), "=f"(p.v[1]) : "r"(addr) : "memory");
+#else
+  p.v[0] = buf[w][2 * t];
+  p.v[1] = buf[w][2 * t + 1];
+#endif
+  return p;
+}
+
 // The key tiles [n_begin, n_end) of one chunk, last first, from ring
 // position kv on: Sᵀ, mask, softmax, P to shared memory, Oᵀ += Vᵀ Pᵀ.
 template <typename Traits>
@@ -174,16 +208,15 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
       for (int off = 4; off < 32; off *= 2) mx[r] = ct::ct_fmax(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], off));
     }
     float(&red)[4][kRows] = st.narrow.max[pos & 1];
-    if (at.g == 0) {  // public: lane index
-      red[at.w][2 * at.t] = mx[0];
-      red[at.w][2 * at.t + 1] = mx[1];
-    }
+    if (at.g == 0) put_rows(red, at.w, at.t, mx[0], mx[1]);  // public: lane index
     consumer_warpgroup_sync(0);
+    const RowPair warp_max[4] = {get_rows(red, 0, at.t), get_rows(red, 1, at.t), get_rows(red, 2, at.t),
+                                 get_rows(red, 3, at.t)};
     float alpha[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int q = 2 * at.t + r;
-      const float tile_max = ct::ct_fmax(ct::ct_fmax(red[0][q], red[1][q]), ct::ct_fmax(red[2][q], red[3][q]));
+      const float tile_max = ct::ct_fmax(ct::ct_fmax(warp_max[0].v[r], warp_max[1].v[r]),
+                                         ct::ct_fmax(warp_max[2].v[r], warp_max[3].v[r]));
       const float m_new = ct::ct_fmax(cs.m[r], tile_max);
       const float used = chunk_merge::used(m_new);
       alpha[r] = ct::ct_exp2((cs.m[r] - used) * c);
@@ -254,15 +287,14 @@ __device__ __forceinline__ void chunk_result(ChunkState<D>& cs, float (&sums)[2]
     for (int off = 4; off < 32; off *= 2) l[r] += __shfl_xor_sync(0xffffffffu, l[r], off);
   }
   float(&part)[4][kRows] = sums[chunk & 1];
-  if (at.g == 0) {  // public: lane index
-    part[at.w][2 * at.t] = l[0];
-    part[at.w][2 * at.t + 1] = l[1];
-  }
+  if (at.g == 0) put_rows(part, at.w, at.t, l[0], l[1]);  // public: lane index
   consumer_warpgroup_sync(0);
+  const RowPair warp_sum[4] = {get_rows(part, 0, at.t), get_rows(part, 1, at.t), get_rows(part, 2, at.t),
+                               get_rows(part, 3, at.t)};
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int q = 2 * at.t + r;
-    const float total = (part[0][q] + part[1][q]) + (part[2][q] + part[3][q]);
+    const float total = (warp_sum[0].v[r] + warp_sum[1].v[r]) + (warp_sum[2].v[r] + warp_sum[3].v[r]);
     const ct::Mask keep = ct::ct_mask_and(ct::ct_mask_lt(q, at.L_q), ct::ct_mask_not(ct::ct_mask_eq_f(total, 0.0f)));
     const float inv_l = ct::ct_rcp(total);
 #pragma unroll
