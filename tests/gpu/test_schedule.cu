@@ -685,8 +685,8 @@ ForwardArgs decode_shape(int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t
 
 // The narrow decode kernel (decode_narrow.cuh) where a decode tile holds at
 // most 8 rows at one query position: MHA, GQA groups up to 8; not a group
-// of 16 (16 rows), a pack wider than a tile, or S_q > 1 (unless built with
-// DHP_SM90_NARROW_MULTI_SQ=1, not yet run on a GPU). Never the batch, and
+// of 16 (16 rows), a pack wider than a tile; S_q > 1 where the plan's rows
+// are at most 8 (not in a DHP_SM90_NARROW_MULTI_SQ=0 build). Never the batch, and
 // at S_q = 1 the same answer with S_q > 1 packing off (at S_q = 1 the group
 // is always packed).
 TEST(Decode, NarrowKernelForAtMostEightRowsAtOnePosition) {
@@ -703,14 +703,14 @@ TEST(Decode, NarrowKernelForAtMostEightRowsAtOnePosition) {
       EXPECT_FALSE(narrow(1, 32, 2, 4096)) << "a group of 16: 16 rows";
       EXPECT_FALSE(narrow(1, 66, 1, 1000)) << "66 rows in two tiles";
 #if DHP_SM90_NARROW_MULTI_SQ
-      // The S_q > 1 knob (decode.hpp): the plan's rows decide, so packing
+      // S_q > 1 (decode.hpp): the plan's rows decide, so packing
       // matters there (unpacked, each query head is a tile of S_q rows).
       EXPECT_TRUE(narrow(2, 16, 4, 4096)) << "S_q 2: 8 packed rows, or 2 unpacked";
       EXPECT_TRUE(narrow(7, 32, 32, 4096)) << "MHA S_q 7: 7 rows";
       EXPECT_FALSE(narrow(9, 32, 32, 4096)) << "MHA S_q 9: 9 rows";
       EXPECT_EQ(narrow(3, 16, 4, 4096), !pack) << "S_q 3, group 4: 12 packed rows, 3 unpacked";
 #else
-      EXPECT_FALSE(narrow(2, 16, 4, 4096)) << "S_q 2: 8 packed rows, not run yet";
+      EXPECT_FALSE(narrow(2, 16, 4, 4096)) << "S_q 2: 8 packed rows, S_q 1 only in this build";
       EXPECT_FALSE(narrow(7, 32, 32, 4096)) << "MHA S_q 7";
 #endif
     }

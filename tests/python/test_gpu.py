@@ -136,9 +136,9 @@ def test_deterministic_and_batch_invariant():
 def test_decode_step_matches_reference_alone_or_batched(D, lengths, Sq, Hq, Hkv):
     # One decoding step (S_q = 1; GQA 32/8 and MHA) and causal drafted tokens
     # (S_q 2-7: a group of 4 at S_q 2 and of 2 at S_q 4 packed as 8 rows,
-    # MHA unpacked): at most 8 rows per tile, the narrow decode kernel (S_q =
-    # 1; S_q > 1 under its DHP_SM90_NARROW_MULTI_SQ knob, the 64-row decode
-    # kernel otherwise). Split units at B 9 and, alone, at B 1 -- where the
+    # MHA unpacked): at most 8 rows per tile, the narrow decode kernel (the
+    # 64-row decode kernel at S_q > 1 in a DHP_SM90_NARROW_MULTI_SQ=0 build).
+    # Split units at B 9 and, alone, at B 1 -- where the
     # launcher may choose other units (merging, or a different grid) -- give
     # the same bits (threat model G5). S_k not a multiple of any key tile;
     # secret lengths across the range, 0 included (L_q < S_q too).

@@ -88,9 +88,9 @@ GATE1 = [
     # S_q > 1 (speculative decoding) on the decode path: GQA packed as rows
     # s * 4 + g (28 rows), the causal mask on row >> 2 per row half.
     ("fp16 D128 decode causal separate GQA S_q 7", "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 7 --seqlen-k 3000 --head-dim 128 --causal --lengths separate"),
-    # Two drafted tokens x a group of 4: 8 packed rows, causal -- the 64-row
-    # decode kernel as shipped, the narrow one in a DHP_SM90_NARROW_MULTI_SQ=1
-    # build (decode.hpp), where its per-row causal key limit is the new site.
+    # Two drafted tokens x a group of 4: 8 packed rows, causal -- the narrow
+    # decode kernel (decode.hpp, DHP_SM90_NARROW_MULTI_SQ), whose per-row
+    # causal key limit is its one secret site beyond S_q = 1's.
     ("fp16 D128 decode causal separate GQA S_q 2", "--dtype fp16 --batch 2 --heads 16 --heads-kv 4 --seqlen 2 --seqlen-k 3000 --head-dim 128 --causal --lengths separate"),
     # Dense 64-row tiles at S_q <= 64, D128 / D256 (one consumer warpgroup,
     # launch.cuh): each head dim without and with lengths (MHA below S_k

@@ -180,19 +180,18 @@ inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
 }
 
 // Whether a decode-path call runs on the narrow decode kernel
-// (decode_narrow.cuh; D <= 128, which the launcher checks): one query
-// position (S_q = 1, where decode_args drops the causal mask) whose plan
-// packs at most 8 rows per tile --
-// MHA, or a GQA group of at most 8. Public shape only, never the batch: a
+// (decode_narrow.cuh; D <= 128, which the launcher checks): a plan that
+// packs at most 8 rows per tile -- at S_q = 1 (where decode_args drops the
+// causal mask) MHA or a GQA group of at most 8; at S_q > 1 MHA S_q <= 8, a
+// packed group of 4 at S_q 2, of 2 at S_q <= 4, the causal mask then by
+// select per row in the kernel. Public shape only, never the batch: a
 // sequence gets the same kernel, and so the same bits, in any batch (G5).
 // There the 64-row decode kernel computed 8-64x the live rows; the narrow
 // one ran 1.02-1.22x faster on every S_q = 1 shape timed (H200, D 64 and
-// 128, B1-B32; docs/perf-log.md, session 39). DHP_SM90_NARROW_MULTI_SQ=1
-// (A/B knob, off; not yet run on a GPU): S_q > 1 too where the plan's rows
-// are at most 8 (MHA S_q <= 8, a packed group of 4 at S_q 2, ...), the
-// causal mask then by select in the kernel (decode_narrow.cuh).
+// 128, B1-B32; docs/perf-log.md, session 39), 1.04-1.11x at S_q 2-8
+// causal (session 41). DHP_SM90_NARROW_MULTI_SQ=0 (A/B knob): S_q = 1 only.
 #ifndef DHP_SM90_NARROW_MULTI_SQ
-#define DHP_SM90_NARROW_MULTI_SQ 0
+#define DHP_SM90_NARROW_MULTI_SQ 1
 #endif
 constexpr int32_t kNarrowRows = 8;
 inline bool takes_narrow_kernel(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq) {

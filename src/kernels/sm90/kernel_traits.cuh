@@ -100,43 +100,24 @@
 #define DHP_SM90_NARROW_Q_ROWS 64
 #endif
 static_assert(DHP_SM90_NARROW_Q_ROWS == 8 || DHP_SM90_NARROW_Q_ROWS == 64, "narrow Q buffers: 8 or 64 rows");
-// Narrow decode CTAs per SM, per head dim: 1 (shipped) or 2 (A/B knobs,
-// off). Session 40's stall profile of the narrow kernel at B8 GQA 32/8 S_k
-// 4096 D64 had its consumer waiting for K and V to land in ≈ 25 % of its
-// samples, yet more stages gained nothing: one CTA's serial chain (wait,
-// Sᵀ GEMM, max exchange, P exchange, wait, Oᵀ GEMM) leaves its SM's memory
-// pipe idle between its bursts; cuDNN's kernel runs two CTAs per SM at
-// these shapes (docs/perf-log.md, session 39). With 2: the launch bounds
+// Narrow decode CTAs per SM at D = 64: 2 (shipped since session 41) or 1
+// (an A/B knob). Session 40's stall profile of the narrow kernel at B8 GQA
+// 32/8 S_k 4096 D64 had its consumer waiting for K and V to land in ≈ 25 %
+// of its samples, yet more stages gained nothing: one CTA's serial chain
+// (wait, Sᵀ GEMM, max exchange, P exchange, wait, Oᵀ GEMM) leaves its SM's
+// memory pipe idle between its bursts; cuDNN's kernel runs two CTAs per SM
+// at these shapes (docs/perf-log.md, session 39). With 2: the launch bounds
 // ask for two resident CTAs (128 registers per thread at launch; the
 // setmaxnreg split below stays within them), shared memory at most half an
 // SM's less the per-CTA reserve, two K/V stages, the grid up to twice the
-// SMs, and at D = 128 64-key tiles (launch.cuh), so that two stages fit.
-// Measured once on an H200 (session 40, not yet gated): D64 B8 GQA 32/8
-// S_k 4096 23.9 -> 22.2 µs (0.95x cuDNN), B32 69.2 -> 66.2, B8 MHA S_k 2048
-// 35.2 -> 34.4; D128 slower (B8 39.3 -> 40.7, B1 9.6 -> 10.2).
+// SMs (launch.cuh). H200, sessions 40-41: B8 GQA 32/8 S_k 4096 23.7 -> 22.3
+// µs (0.89 -> 0.95x cuDNN), B32 and B8 MHA 4-7 % faster. D = 128 stays at
+// one CTA: two, on 64-key tiles (two stages) or on 128-key tiles (one
+// stage), measured slower (B8 39.3 -> 40.7 µs; B1 10.0 -> 12.3 µs).
 #ifndef DHP_SM90_NARROW_CTAS64
-#define DHP_SM90_NARROW_CTAS64 1
+#define DHP_SM90_NARROW_CTAS64 2
 #endif
-#ifndef DHP_SM90_NARROW_CTAS128
-#define DHP_SM90_NARROW_CTAS128 1
-#endif
-static_assert((DHP_SM90_NARROW_CTAS64 == 1 || DHP_SM90_NARROW_CTAS64 == 2) &&
-                  (DHP_SM90_NARROW_CTAS128 == 1 || DHP_SM90_NARROW_CTAS128 == 2),
-              "narrow CTAs per SM: 1 or 2");
-// With two narrow CTAs per SM: the K/V stages per CTA (2 fit at D = 64 and
-// at D = 128 on 64-key tiles; 1 at D = 128 on 128-key tiles), and at D =
-// 128 whether to keep 128-key tiles (DHP_SM90_NARROW_2CTA_BN128=1, with
-// one stage: 64-key tiles measured slower in session 40, which may be the
-// tiles' doubled per-key exchanges rather than the second CTA). With one
-// stage ptxas recomputes the ring phase inside the K wait's retry loop, a
-// form the retry-block check (tools/validate/per_pc.py) rejects: time it
-// first, and make its SASS pass only if it wins.
-#ifndef DHP_SM90_NARROW_2CTA_STAGES
-#define DHP_SM90_NARROW_2CTA_STAGES 2
-#endif
-#ifndef DHP_SM90_NARROW_2CTA_BN128
-#define DHP_SM90_NARROW_2CTA_BN128 0
-#endif
+static_assert(DHP_SM90_NARROW_CTAS64 == 1 || DHP_SM90_NARROW_CTAS64 == 2, "narrow CTAs per SM at D = 64: 1 or 2");
 // GQA heads packed as rows at S_q > 1 in the decode kernels (decode.hpp;
 // the 5-D Q load and the causal mask on row >> q_shift). On by default
 // since its suites and gates ran on a GPU (docs/perf-log.md, session 34);
@@ -257,9 +238,9 @@ struct Sm90Traits {
                                                                 : DHP_SM90_Q_REG_COLS128;
   static_assert(kQRegCols % 16 == 0 && kQRegCols >= 0 && kQRegCols <= D, "Q columns in registers: 16 per k-step");
   // Resident CTAs per SM (__launch_bounds__, the decode grid): 2 only for
-  // the narrow kernel under its A/B knobs (above), with their own stages.
-  static constexpr int kCtasPerSm = !kNarrow ? 1 : D == 64 ? DHP_SM90_NARROW_CTAS64 : DHP_SM90_NARROW_CTAS128;
-  static constexpr int kStages = kCtasPerSm == 2       ? DHP_SM90_NARROW_2CTA_STAGES
+  // the narrow D = 64 kernel (above), with two K/V stages in half an SM.
+  static constexpr int kCtasPerSm = kNarrow && D == 64 ? DHP_SM90_NARROW_CTAS64 : 1;
+  static constexpr int kStages = kCtasPerSm == 2       ? 2
                                  : kNarrow && D == 64  ? DHP_SM90_NARROW_STAGES64
                                  : kNarrow && D == 128 ? DHP_SM90_NARROW_STAGES128
                                  : kDecode && D == 64  ? DHP_SM90_DECODE_STAGES64

@@ -311,7 +311,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   auto* kernel = &attention_forward_sm90<Traits>;
   constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
   // CTAs resident per SM: 1, or with two narrow CTAs per SM (the
-  // DHP_SM90_NARROW_CTAS64/128 knobs) as many as the occupancy query finds
+  // narrow D = 64 kernel, DHP_SM90_NARROW_CTAS64) as many as the occupancy query finds
   // once the whole carveout is asked for as shared memory (a hint the
   // driver may round), at most two; once per device.
   int per_sm = 1;
@@ -339,8 +339,14 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   // call, so that a test can run both in one process).
   if constexpr (Traits::kMergeChunks || Traits::kNarrow) {
     const char* local_env = std::getenv("DHP_SM90_DECODE_LOCAL");
+    // Rounds counted in SMs, not CTA slots: two co-resident narrow CTAs
+    // share one SM's memory pipe, so 256 merging units on 132 SMs (two
+    // each) already fill the GPU. (Counted in slots -- 264, more than the
+    // 256 tiles -- B32 GQA 32/8 S_k 4096 and B8 MHA S_k 2048 D64 took split
+    // units and the combine: 72.6 / 37.9 µs against 66.2 / 34.4 as merging
+    // units; H200, docs/perf-log.md, session 41.)
     const bool local = local_env != nullptr ? std::atoi(local_env) != 0
-                                            : merging_units_pay(query_tiles(a, BM), plan.splits, sms * per_sm);
+                                            : merging_units_pay(query_tiles(a, BM), plan.splits, sms);
     a.decode_local = local && plan.splits > 1 ? 1 : 0;
     static_assert(sizeof(SharedStorage<Traits>) + 1024 <= Traits::kSmemLimit, "the merged O beside Q and the ring");
   }
@@ -445,18 +451,12 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
                                 : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>(),
                                                     Decode::kMergeChunks);
   if (decode_shape) {
-    // At most 8 rows per tile at S_q = 1 (S_q > 1 too under the
-    // DHP_SM90_NARROW_MULTI_SQ knob): the narrow decode kernel
-    // (decode_narrow.cuh; decode.hpp, takes_narrow_kernel).
-    // DHP_SM90_NARROW=0 keeps the 64-row one (A/B; read at every call).
+    // At most 8 rows per tile (S_q = 1, or S_q > 1 with at most 8 rows):
+    // the narrow decode kernel (decode_narrow.cuh; decode.hpp,
+    // takes_narrow_kernel). DHP_SM90_NARROW=0 keeps the 64-row one (A/B;
+    // read at every call).
     if constexpr (D <= 128) {
-      // Two narrow CTAs per SM at D = 128 (kernel_traits.cuh,
-      // DHP_SM90_NARROW_CTAS128): 64-key tiles, so that two stages fit,
-      // unless DHP_SM90_NARROW_2CTA_BN128 keeps 128 (with one stage).
-      constexpr int kNarrowBN = DHP_SM90_NARROW_CTAS128 == 2 && D == 128 && DHP_SM90_NARROW_2CTA_BN128 == 0
-                                    ? 64
-                                    : Sm90Config<D>::kBlockN;
-      using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBN, false, false, 2>;
+      using Narrow = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
           takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))
