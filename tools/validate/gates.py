@@ -92,6 +92,8 @@ GATE1 = [
     # decode kernel (decode.hpp, DHP_SM90_NARROW_MULTI_SQ), whose per-row
     # causal key limit is its one secret site beyond S_q = 1's.
     ("fp16 D128 decode causal separate GQA S_q 2", "--dtype fp16 --batch 2 --heads 16 --heads-kv 4 --seqlen 2 --seqlen-k 3000 --head-dim 128 --causal --lengths separate"),
+    # MHA S_q 4: the narrow D64 kernel (two CTAs per SM) at S_q > 1, causal.
+    ("bf16 D64 decode causal separate MHA S_q 4", "--dtype bf16 --batch 2 --heads 8 --seqlen 4 --seqlen-k 4500 --head-dim 64 --causal --lengths separate"),
     # Dense 64-row tiles at S_q <= 64, D128 / D256 (one consumer warpgroup,
     # launch.cuh): each head dim without and with lengths (MHA below S_k
     # 4096, which takes_decode_path leaves to the dense kernels).
@@ -187,6 +189,11 @@ REPRO = [
     ("bf16 D256 decode causal separate S_q 16", "--dtype bf16 --batch 3 --heads 8 --heads-kv 2 --seqlen 16 --seqlen-k 3000 --head-dim 256 --causal --lengths separate"),
     # Packed over three 64-row tiles, the last partial (S_q 40, group 4).
     ("fp16 D128 decode causal separate S_q 40", "--dtype fp16 --batch 3 --heads 32 --heads-kv 8 --seqlen 40 --seqlen-k 4200 --head-dim 128 --causal --lengths separate"),
+    # The narrow decode kernel at S_q > 1 (drafted tokens, at most 8 rows):
+    # D128 with two packed positions of a group of 4, and MHA S_q 4 at D64 on
+    # two CTAs per SM (kernel_traits.cuh, DHP_SM90_NARROW_CTAS64).
+    ("fp16 D128 decode causal separate GQA S_q 2", "--dtype fp16 --batch 3 --heads 16 --heads-kv 4 --seqlen 2 --seqlen-k 3000 --head-dim 128 --causal --lengths separate"),
+    ("bf16 D64 decode causal separate MHA S_q 4", "--dtype bf16 --batch 3 --heads 8 --seqlen 4 --seqlen-k 4500 --head-dim 64 --causal --lengths separate"),
     # Dense 64-row tiles (S_q <= 64, D128 / D256), several tiles per CTA.
     ("fp16 D128 causal separate S_q 48, 64-row tiles", "--dtype fp16 --batch 4 --heads 40 --seqlen 48 --seqlen-k 900 --head-dim 128 --causal --lengths separate"),
     ("bf16 D256 none S_q 64, 64-row tiles", "--dtype bf16 --batch 3 --heads 50 --seqlen 64 --seqlen-k 500 --head-dim 256"),
@@ -497,7 +504,7 @@ def dudect_runs(ctx, runs, recs, key):
 def step_repro(ctx):
     recs = []
     launches = max(20, int(1000 * ctx.scale)) if ctx.args.quick else 1000
-    for name, cfg in REPRO:
+    for name, cfg in [r for r in REPRO if re.search(ctx.args.only, r[0])]:
         jsonp = ctx.raw / f"repro-{slug(name)}.json"
         jsonp.unlink(missing_ok=True)
         rc, out = ncu.run([ctx.exe, "repro", *cfg.split(), "--launches", launches, "--out", jsonp], ctx.log, timeout=300)
@@ -685,7 +692,7 @@ def main(argv=None):
     ap.add_argument("--steps", default="counters,perpc,repro,sanitize,dudect,audit,profile",
                     help="comma-separated subset of: " + ",".join(STEPS))
     ap.add_argument("--repeats", type=int, default=3, help="launches per input class under ncu (gate 1)")
-    ap.add_argument("--only", default="", help="regex: run only the gate-1 and timing runs whose name matches")
+    ap.add_argument("--only", default="", help="regex: run only the gate-1, timing and gate-3 runs whose name matches")
     ap.add_argument("--no-control", dest="control", action="store_false", help="skip the leaky-control runs")
     ap.add_argument("--quick", action="store_true", help="1/100 of the timing measurements (a dry run, not a verdict)")
     ap.add_argument("--deadline-s", type=float, default=1e9,
