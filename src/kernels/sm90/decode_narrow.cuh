@@ -132,8 +132,8 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
   // keys up to its diagonal (q >> q_shift) + L_k - (L_q >> q_shift), as the
   // 64-row kernel's packed mask (consumer_view.cuh); the key limit per row
   // is then min(L_k, diagonal + 1). Secret with lengths: arithmetic only.
-  // (Without the knob the mask reads L_k itself: an array of two L_k there
-  // moved instructions in the gated kernel's SASS.)
+  // (With DHP_SM90_NARROW_MULTI_SQ=0 the mask reads L_k itself: an array
+  // of two L_k there moved instructions in that build's SASS.)
   int32_t key_limit[2] = {at.L_k, at.L_k};
   if (args.causal != 0) {  // public
     const int32_t lag = at.L_k - (at.L_q >> args.q_shift);  // a shift by a public amount
