@@ -314,13 +314,16 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   // narrow D = 64 kernel, DHP_SM90_NARROW_CTAS64) as many as the occupancy query finds
   // once the whole carveout is asked for as shared memory (a hint the
   // driver may round), at most two; once per device.
+  // The shared-memory cap, once per device: raised here by the occupancy
+  // query (which needs it), otherwise just before the launch.
+  static thread_local int configured_device = -1;
   int per_sm = 1;
   if constexpr (Traits::kCtasPerSm > 1) {
     static thread_local int queried_device = -1, resident = 1;
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);
     if (e == cudaSuccess && device != queried_device) {
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+      e = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
       if (e == cudaSuccess)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
@@ -393,8 +396,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
                                          a.v_stride_head, a.v_stride_batch, BN))
     err = cudaErrorNotSupported;
   if (err == cudaSuccess) {
-    static thread_local int configured_device = -1;
-    err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
+    err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);  // a no-op after the query
     if (err == cudaSuccess)
       err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
   }
