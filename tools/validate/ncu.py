@@ -140,6 +140,12 @@ PERF = [
     ("DRAM throughput (% of peak)", "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1),
     ("L2 bytes, all requests (MB)", "lts__t_bytes.sum", 1e-6),
     ("L2 throughput (% of peak)", "lts__throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    # Where the L2 bytes above come from: the SMs' own requests, and those
+    # forwarded from the other L2 partition (a far line is looked up in
+    # both); and the L2 hit rate.
+    ("L2 sectors requested by SMs (M)", "lts__t_sectors_srcunit_tex.sum", 1e-6),
+    ("L2 sectors from the other partition (M)", "lts__t_sectors_srcunit_ltcfabric.sum", 1e-6),
+    ("L2 sector hit rate (%)", "lts__t_sector_hit_rate.pct", 1),
     # Issue slots and the pipes the softmax competes for (a metric this ncu
     # does not know is left out): xu runs MUFU (exp2, rcp) and some
     # conversions at 16 results per clock and SM, fma/alu the FP32 and

@@ -458,7 +458,8 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // takes_narrow_kernel). DHP_SM90_NARROW=0 keeps the 64-row one (A/B;
     // read at every call).
     if constexpr (D <= 128) {
-      using Narrow = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, 2>;
+      constexpr int kNarrowBN = D == 128 ? DHP_SM90_NARROW_BN128 : Sm90Config<D>::kBlockN;
+      using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBN, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
           takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))
