@@ -7,12 +7,16 @@ time, against the GPU's memory bandwidth, say how close each is to the
 memory roof that bounds decoding. A measurement, not a gate: the issue grid
 (FA3's) has no decode rows.
 
-    python3 scripts/decode-shapes.py [--quick] [--causal] [--shape B,S_q,H_q,H_kv,S_k,D ...]
+    python3 scripts/decode-shapes.py [--quick] [--causal] [--head-major] [--shape B,S_q,H_q,H_kv,S_k,D ...]
 
 --shape (repeatable) replaces the default list. --causal: the causal mask
 aligned bottom-right (ours; the drafted tokens of speculative decoding),
 given to SDPA as torch.nn.attention.bias.causal_lower_right (its
 is_causal aligns top-left, which would not be the same work at S_q > 1).
+Tensors are stored token-major, [B, S, H, D] (a key's heads side by side, as
+a model's projections write them), and passed as [B, H, S, D] views;
+--head-major stores them [B, H, S, D] (a head's keys contiguous, as a KV
+cache laid out per head).
 """
 import math
 import statistics
@@ -38,14 +42,18 @@ if _given:
     assert all(len(t) == 6 for t in _given), "--shape takes B,S_q,H_q,H_kv,S_k,D"
     SHAPES = _given
 CAUSAL = "--causal" in sys.argv[1:]
+HEAD_MAJOR = "--head-major" in sys.argv[1:]
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
 
 
 def inputs(B, Sq, Hq, Hkv, Sk, D):
     per_set = 2 * B * (2 * Sq * Hq + 2 * Sk * Hkv) * D
     n = 1 if per_set >= 2 * l2 else min(64, math.ceil(4 * l2 / per_set))
-    return [tuple(torch.randn(B, s, h, D, device="cuda", dtype=torch.float16).transpose(1, 2)
-                  for s, h in ((Sq, Hq), (Sk, Hkv), (Sk, Hkv))) for _ in range(n)]
+    def tensor(s, h):
+        if HEAD_MAJOR:
+            return torch.randn(B, h, s, D, device="cuda", dtype=torch.float16)
+        return torch.randn(B, s, h, D, device="cuda", dtype=torch.float16).transpose(1, 2)
+    return [tuple(tensor(s, h) for s, h in ((Sq, Hq), (Sk, Hkv), (Sk, Hkv))) for _ in range(n)]
 
 
 def chain_us(fs):
@@ -54,7 +62,8 @@ def chain_us(fs):
 
 print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; fp16, fresh inputs, "
       f"{N_CHAIN} calls per graph; GB/s = K and V bytes / time"
-      + ("; causal (bottom-right)" if CAUSAL else ""))
+      + ("; causal (bottom-right)" if CAUSAL else "")
+      + ("; stored [B, H, S, D]" if HEAD_MAJOR else "; stored [B, S, H, D]"))
 print("| B | S_q | H_q/H_kv | S_k | D | dhp us | cuDNN us | FA2 us | dhp GB/s | best SDPA GB/s | dhp/best SDPA |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for B, Sq, Hq, Hkv, Sk, D in SHAPES:

@@ -4,6 +4,9 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace dhp::sm90 {
 namespace {
 
@@ -18,6 +21,20 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
   }();
   return fn;
+}
+
+// The L2 promotion of every tensor map's copies: DHP_SM90_L2_PROMOTION =
+// none | 64 | 128 | 256 (an A/B knob, read once; 256 unless set). Public.
+CUtensorMapL2promotion l2_promotion() {
+  static const CUtensorMapL2promotion p = [] {
+    const char* e = std::getenv("DHP_SM90_L2_PROMOTION");
+    const std::string v = e != nullptr ? e : "256";
+    return v == "none" ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+           : v == "64" ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+           : v == "128" ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                        : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  }();
+  return p;
 }
 
 }  // namespace
@@ -41,7 +58,7 @@ std::string encode_tensor_map(CUtensorMap& out, const void* global, const Tensor
   for (int i = 0; i + 1 < s.rank; ++i) strides[i] = s.strides_bytes[i];
   CUresult r = fn(&out, s.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                   static_cast<cuuint32_t>(s.rank), const_cast<void*>(global), dims, strides, box, elem_strides,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(),
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return "tensor map: cuTensorMapEncodeTiled failed (error " + std::to_string(r) + ")";
   return {};
