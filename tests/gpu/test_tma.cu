@@ -72,6 +72,9 @@ TEST(TensorMap, RejectsBadArgumentsByName) {
   s.strides_bytes[0] = 256;
   s.box[0] = 128;  // 256 bytes: too wide for the 128-byte swizzle
   EXPECT_NE(dhp::sm90::encode_tensor_map(m, buf, s).find("box[0]"), std::string::npos);
+  s.box[0] = 64;
+  s.l2_promotion = 96;  // not one of the driver's promotions
+  EXPECT_NE(dhp::sm90::encode_tensor_map(m, buf, s).find("l2_promotion"), std::string::npos);
 }
 
 // The [B, S, H, D] spec the attention's maps and V's copy beside use

@@ -163,7 +163,7 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
     wg::fence_operands(s);
     wg::fence_operands(cs.o);
     tma::arrive(&st.k_empty[st_i]);
-    if (!DHP_SM90_NARROW_EARLY_V && it > 0) tma::arrive(&st.v_empty[(pos - 1) % S]);  // public predicate
+    if (it > 0) tma::arrive(&st.v_empty[(pos - 1) % S]);  // public predicate
 
     // Mask by select: key < L_k (or the row's causal limit) and row < L_q
     // (secret with lengths).
@@ -252,16 +252,10 @@ __device__ __forceinline__ ChunkState<Traits::kHeadDim> run_chunk(SharedStorage<
             cs.o[b], desc::advance_lo(dv0, st_i * kStageBytes + b * BN * 128 + kk * 16 * 128),
             desc::advance_lo(dp0, (pos & 1) * kPBytes + (kk / 4) * kRows * 128 + (kk % 4) * 32), 1);
     wg::commit();
-#if DHP_SM90_NARROW_EARLY_V
-    wg::wait<0>();
-    wg::fence_operands(cs.o);
-    tma::arrive(&st.v_empty[st_i]);
-#endif
   }
   wg::wait<0>();
   wg::fence_operands(cs.o);
-  if (!DHP_SM90_NARROW_EARLY_V && n_tiles > 0)  // public
-    tma::arrive(&st.v_empty[(kv + static_cast<uint32_t>(n_tiles) - 1) % S]);
+  if (n_tiles > 0) tma::arrive(&st.v_empty[(kv + static_cast<uint32_t>(n_tiles) - 1) % S]);  // public
   return cs;
 }
 

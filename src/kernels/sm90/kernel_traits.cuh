@@ -90,20 +90,6 @@
 #ifndef DHP_SM90_NARROW_STAGES128
 #define DHP_SM90_NARROW_STAGES128 2
 #endif
-// Keys per tile of the narrow D = 128 kernel: 128 (shipped) or 64 (an A/B
-// knob, with DHP_SM90_NARROW_STAGES128=4: the same ring bytes in finer
-// stages, each released sooner).
-#ifndef DHP_SM90_NARROW_BN128
-#define DHP_SM90_NARROW_BN128 128
-#endif
-static_assert(DHP_SM90_NARROW_BN128 == 64 || DHP_SM90_NARROW_BN128 == 128, "narrow D = 128 key tiles: 64 or 128");
-// The narrow kernel's V stage released right after its Oᵀ GEMM completes
-// (1, an A/B knob) instead of after the next key tile's Sᵀ GEMM (0,
-// shipped): the producer's next V load into that stage then need not wait
-// for the next K tile to land.
-#ifndef DHP_SM90_NARROW_EARLY_V
-#define DHP_SM90_NARROW_EARLY_V 0
-#endif
 // Rows of the narrow decode kernel's Q buffers and TMA box: 64 as the
 // 64-row kernel (shipped), or 8, the rows it reads -- 2 KB instead of 16 at
 // D = 128, which leaves room for a third K/V stage there

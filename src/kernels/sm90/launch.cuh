@@ -31,8 +31,8 @@ namespace dhp::sm90 {
 // `rows`-row boxes (tensor_map.hpp, make_bshd_map).
 template <typename T>
 bool make_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
-              int64_t s_head, int64_t s_batch, int rows) {
-  return make_bshd_map(m, base, S, H, B, D, s_seq, s_head, s_batch, rows, !std::is_same_v<T, __half>);
+              int64_t s_head, int64_t s_batch, int rows, int l2_promotion = 256) {
+  return make_bshd_map(m, base, S, H, B, D, s_seq, s_head, s_batch, rows, !std::is_same_v<T, __half>, l2_promotion);
 }
 
 // Streaming multiprocessors of the current device (0 on error), cached per device.
@@ -373,18 +373,20 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   a.lse_partial = o_bytes > 0 ? reinterpret_cast<float*>(scratch + o_bytes) : nullptr;
   CUtensorMap tq, tk, tv, to;
   cudaError_t err = cudaSuccess;
+  // L2 promotion of the decode path's copies: a box row, 128 B (TensorMapSpec).
+  constexpr int kL2 = 128;
   // Half of the tensor maps describe the call's own tensors: made (and so
   // checked) before anything is launched.
   const bool q_made =
       plan.q_shift > 0  // S_q > 1 packed: the 5-D map over the call's own strides
           ? make_packed_rows_map(tq, call.q, call.seqlen_q, plan.q_pack, call.heads_kv, call.batch, D,
                                  call.q_stride_seq, call.q_stride_head, call.q_stride_batch, BM,
-                                 !std::is_same_v<T, __half>)
+                                 !std::is_same_v<T, __half>, kL2)
           : make_map<T>(tq, a.q, a.seqlen_q, a.heads_q, a.batch, D, a.q_stride_seq, a.q_stride_head,
-                        a.q_stride_batch, BM);
+                        a.q_stride_batch, BM, kL2);
   if (!q_made ||
       !make_map<T>(tk, a.k, a.seqlen_k, a.heads_kv, a.batch, D, a.k_stride_seq, a.k_stride_head, a.k_stride_batch,
-                   BN) ||
+                   BN, kL2) ||
       // O: written by the combine, or by merging units with plain stores
       // (decode_local.cuh), never through this map; it checks the call's O
       // alignment as the dense path's does.
@@ -393,7 +395,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     err = cudaErrorNotSupported;
   if (err == cudaSuccess && v_copy) err = launch_v_copy_before(a, D, scratch + o_bytes + lse_bytes, stream);
   if (err == cudaSuccess && !make_map<T>(tv, a.v, a.seqlen_k, a.heads_kv, a.batch, D, a.v_stride_seq,
-                                         a.v_stride_head, a.v_stride_batch, BN))
+                                         a.v_stride_head, a.v_stride_batch, BN, kL2))
     err = cudaErrorNotSupported;
   if (err == cudaSuccess) {
     err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);  // a no-op after the query
@@ -458,8 +460,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // takes_narrow_kernel). DHP_SM90_NARROW=0 keeps the 64-row one (A/B;
     // read at every call).
     if constexpr (D <= 128) {
-      constexpr int kNarrowBN = D == 128 ? DHP_SM90_NARROW_BN128 : Sm90Config<D>::kBlockN;
-      using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBN, false, false, 2>;
+      using Narrow = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
           takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))

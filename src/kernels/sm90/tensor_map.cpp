@@ -23,18 +23,21 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
   return fn;
 }
 
-// The L2 promotion of every tensor map's copies: DHP_SM90_L2_PROMOTION =
-// none | 64 | 128 | 256 (an A/B knob, read once; 256 unless set). Public.
-CUtensorMapL2promotion l2_promotion() {
-  static const CUtensorMapL2promotion p = [] {
+// The L2 promotion of a map's copies: the spec's, unless
+// DHP_SM90_L2_PROMOTION = none | 64 | 128 | 256 (an A/B knob, read once)
+// overrides every map's. Public.
+CUtensorMapL2promotion l2_promotion(int spec_bytes) {
+  static const int forced = [] {
     const char* e = std::getenv("DHP_SM90_L2_PROMOTION");
-    const std::string v = e != nullptr ? e : "256";
-    return v == "none" ? CU_TENSOR_MAP_L2_PROMOTION_NONE
-           : v == "64" ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
-           : v == "128" ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                        : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    if (e == nullptr) return -1;
+    const std::string v = e;
+    return v == "none" ? 0 : v == "64" ? 64 : v == "128" ? 128 : 256;
   }();
-  return p;
+  const int bytes = forced >= 0 ? forced : spec_bytes;
+  return bytes == 0     ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+         : bytes == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+         : bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                        : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
 }
 
 }  // namespace
@@ -45,6 +48,8 @@ std::string encode_tensor_map(CUtensorMap& out, const void* global, const Tensor
   for (int i = 0; i + 1 < s.rank; ++i)
     if (s.strides_bytes[i] % 16) return "tensor map: strides must be multiples of 16 bytes";
   if (s.box[0] * 2 > 128) return "tensor map: box[0] must span at most 128 bytes for the 128-byte swizzle";
+  if (s.l2_promotion != 0 && s.l2_promotion != 64 && s.l2_promotion != 128 && s.l2_promotion != 256)
+    return "tensor map: l2_promotion must be 0, 64, 128 or 256 bytes";
   auto fn = encoder();
   if (!fn) return "tensor map: cuTensorMapEncodeTiled is not available from the driver";
   cuuint64_t dims[5];
@@ -58,7 +63,7 @@ std::string encode_tensor_map(CUtensorMap& out, const void* global, const Tensor
   for (int i = 0; i + 1 < s.rank; ++i) strides[i] = s.strides_bytes[i];
   CUresult r = fn(&out, s.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                   static_cast<cuuint32_t>(s.rank), const_cast<void*>(global), dims, strides, box, elem_strides,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(),
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(s.l2_promotion),
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return "tensor map: cuTensorMapEncodeTiled failed (error " + std::to_string(r) + ")";
   return {};
@@ -79,8 +84,10 @@ TensorMapSpec bshd_spec(int64_t S, int64_t H, int64_t B, int D, int64_t s_seq, i
 }
 
 bool make_bshd_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
-                   int64_t s_head, int64_t s_batch, int rows, bool bf16) {
-  return encode_tensor_map(m, base, bshd_spec(S, H, B, D, s_seq, s_head, s_batch, rows, bf16)).empty();
+                   int64_t s_head, int64_t s_batch, int rows, bool bf16, int l2_promotion) {
+  TensorMapSpec spec = bshd_spec(S, H, B, D, s_seq, s_head, s_batch, rows, bf16);
+  spec.l2_promotion = l2_promotion;
+  return encode_tensor_map(m, base, spec).empty();
 }
 
 TensorMapSpec packed_rows_spec(int64_t S, int64_t G, int64_t H_kv, int64_t B, int D, int64_t s_seq, int64_t s_head,
@@ -104,9 +111,11 @@ TensorMapSpec packed_rows_spec(int64_t S, int64_t G, int64_t H_kv, int64_t B, in
 }
 
 bool make_packed_rows_map(CUtensorMap& m, const void* base, int64_t S, int64_t G, int64_t H_kv, int64_t B, int D,
-                          int64_t s_seq, int64_t s_head, int64_t s_batch, int rows, bool bf16) {
+                          int64_t s_seq, int64_t s_head, int64_t s_batch, int rows, bool bf16, int l2_promotion) {
   if (G < 1 || rows % G != 0) return false;
-  return encode_tensor_map(m, base, packed_rows_spec(S, G, H_kv, B, D, s_seq, s_head, s_batch, rows, bf16)).empty();
+  TensorMapSpec spec = packed_rows_spec(S, G, H_kv, B, D, s_seq, s_head, s_batch, rows, bf16);
+  spec.l2_promotion = l2_promotion;
+  return encode_tensor_map(m, base, spec).empty();
 }
 
 }  // namespace dhp::sm90
