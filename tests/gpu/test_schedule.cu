@@ -671,11 +671,6 @@ TEST(Decode, MergingUnitsWhereTilesFillTheGrid) {
   EXPECT_FALSE(sm90::merging_units_pay(4096, 4, 0));
 }
 
-// Within decode_max_seqlen_q the decode path is taken where GQA packing
-// at least halves the K/V streams (any S_k), or else where the split's gain
-// at B1 outweighs its cost from B8 on against the 64-row dense tiles (S_q =
-// 1 from two chunks; S_q > 1 from S_k 4096): the shapes measured in
-// docs/perf-log.md, sessions 35-36. Never the batch.
 // A decode call's public shape: B, S_q, H_q, H_kv, S_k.
 ForwardArgs decode_shape(int32_t B, int32_t sq, int32_t hq, int32_t hkv, int32_t sk) {
   ForwardArgs a{};
@@ -716,6 +711,11 @@ TEST(Decode, NarrowKernelForAtMostEightRowsAtOnePosition) {
     }
 }
 
+// Within decode_max_seqlen_q the decode path is taken where GQA packing
+// at least halves the K/V streams (any S_k), or else where the split's gain
+// at B1 outweighs its cost from B8 on against the 64-row dense tiles (S_q =
+// 1 from two chunks; S_q > 1 from S_k 4096): the shapes measured in
+// docs/perf-log.md, sessions 35-36. Never the batch.
 TEST(Decode, PathTakenWherePackingOrSplitPays) {
   constexpr int BM = 64, BN = 128;
   auto decode = [](const ForwardArgs& a) { return sm90::takes_decode_path(a, BM, BN, true, false); };

@@ -31,7 +31,7 @@ namespace dhp::sm90 {
 // `rows`-row boxes (tensor_map.hpp, make_bshd_map).
 template <typename T>
 bool make_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B, int D, int64_t s_seq,
-              int64_t s_head, int64_t s_batch, int rows, int l2_promotion = 256) {
+              int64_t s_head, int64_t s_batch, int rows, int l2_promotion = kL2PromotionDense) {
   return make_bshd_map(m, base, S, H, B, D, s_seq, s_head, s_batch, rows, !std::is_same_v<T, __half>, l2_promotion);
 }
 
@@ -310,13 +310,13 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   if (sms <= 0) return cudaErrorInvalidDevice;
   auto* kernel = &attention_forward_sm90<Traits>;
   constexpr int kSmem = sizeof(SharedStorage<Traits>) + 1024;  // + alignment slack
+  // The shared-memory cap, once per device: raised by the occupancy query
+  // below (which needs it), otherwise just before the launch.
+  static thread_local int configured_device = -1;
   // CTAs resident per SM: 1, or with two narrow CTAs per SM (the
   // narrow D = 64 kernel, DHP_SM90_NARROW_CTAS64) as many as the occupancy query finds
   // once the whole carveout is asked for as shared memory (a hint the
   // driver may round), at most two; once per device.
-  // The shared-memory cap, once per device: raised here by the occupancy
-  // query (which needs it), otherwise just before the launch.
-  static thread_local int configured_device = -1;
   int per_sm = 1;
   if constexpr (Traits::kCtasPerSm > 1) {
     static thread_local int queried_device = -1, resident = 1;
@@ -373,8 +373,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   a.lse_partial = o_bytes > 0 ? reinterpret_cast<float*>(scratch + o_bytes) : nullptr;
   CUtensorMap tq, tk, tv, to;
   cudaError_t err = cudaSuccess;
-  // L2 promotion of the decode path's copies: a box row, 128 B (TensorMapSpec).
-  constexpr int kL2 = 128;
+  constexpr int kL2 = kL2PromotionDecode;  // tensor_map.hpp
   // Half of the tensor maps describe the call's own tensors: made (and so
   // checked) before anything is launched.
   const bool q_made =
