@@ -139,26 +139,32 @@ TEST(Decode, SequenceAloneMatchesItInABatchBitwise) {
   }
 }
 
-// DHP_SM90_DECODE_LOCAL for one scope (the launcher reads it at every call
-// of the D <= 128 decode kernel).
-class LocalSetting {
+// An environment knob for one scope (the launcher reads DHP_SM90_DECODE_LOCAL
+// and DHP_SM90_COMBINE_PDL at every call of the decode path).
+class EnvSetting {
  public:
-  explicit LocalSetting(const char* value) {
-    const char* old = std::getenv("DHP_SM90_DECODE_LOCAL");
+  EnvSetting(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
     had_ = old != nullptr;
     if (had_) old_ = old;
-    setenv("DHP_SM90_DECODE_LOCAL", value, 1);
+    setenv(name, value, 1);
   }
-  ~LocalSetting() {
+  ~EnvSetting() {
     if (had_)
-      setenv("DHP_SM90_DECODE_LOCAL", old_.c_str(), 1);
+      setenv(name_.c_str(), old_.c_str(), 1);
     else
-      unsetenv("DHP_SM90_DECODE_LOCAL");
+      unsetenv(name_.c_str());
   }
 
  private:
+  std::string name_;
   bool had_ = false;
   std::string old_;
+};
+
+class LocalSetting : public EnvSetting {
+ public:
+  explicit LocalSetting(const char* value) : EnvSetting("DHP_SM90_DECODE_LOCAL", value) {}
 };
 
 // One batch on merging units (sm90/decode_local.cuh: each query tile's
@@ -242,6 +248,50 @@ TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
     SCOPED_TRACE("S_q " + std::to_string(s.sq) + " S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) +
                  "/" + std::to_string(s.hkv));
     expect_merging_equals_split(s, 3);
+  }
+}
+
+// The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against the
+// shipped PDL launch (split units forced): the same kernel on the same
+// partials, so o and lse must agree bit for bit, both fully written. D128
+// GQA with secret lengths, D64, and D256 (split units only). The comparison
+// can fail: a changed V element must change o.
+TEST(Decode, CombineInStreamOrderMatchesPdlBitwise) {
+  DHP_REQUIRE_GPU();
+  const Shape shapes[] = {{DType::kFloat16, 5000, 32, 8, 128, false, true},
+                          {DType::kBFloat16, 4500, 16, 4, 64, false, false},
+                          {DType::kFloat16, 4200, 8, 2, 256, true, true}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE("S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) + "/" + std::to_string(s.hkv) +
+                 " D " + std::to_string(s.d));
+    constexpr int64_t B = 3;
+    const Batch in = random_batch(s, B, 1);
+    LocalSetting split("0");
+    const Out pdl = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
+    Out ordered;
+    {
+      EnvSetting no_pdl("DHP_SM90_COMBINE_PDL", "0");
+      ordered = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
+    }
+    int64_t diff = 0, unwritten = 0;
+    for (size_t i = 0; i < pdl.o.size(); ++i) {
+      diff += pdl.o[i] != ordered.o[i];
+      unwritten += (pdl.o[i] == 0xFFFF) + (ordered.o[i] == 0xFFFF);
+    }
+    for (size_t i = 0; i < pdl.lse.size(); ++i) {
+      diff += pdl.lse[i] != ordered.lse[i];
+      unwritten += (pdl.lse[i] == 0xFFFFFFFFu) + (ordered.lse[i] == 0xFFFFFFFFu);
+    }
+    EXPECT_EQ(unwritten, 0) << "seed " << in.seed;
+    EXPECT_EQ(diff, 0) << "the combine in stream order against PDL (seed " << in.seed << ")";
+    // Key 1 of sequence 1, whose length (0.7 S_k + 3, random_batch) keeps it.
+    std::vector<uint16_t> v1 = in.v;
+    const int64_t at = s.sk * s.hkv * s.d + s.hkv * s.d;
+    v1[at] = to_bits(from_bits(v1[at], s.dt) + 8.0f, s.dt);
+    const Out changed = decode(s, B, in.q.data(), in.k.data(), v1.data(), in.lk);
+    int64_t changed_o = 0;
+    for (size_t i = 0; i < pdl.o.size(); ++i) changed_o += changed.o[i] != pdl.o[i];
+    EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << in.seed << ")";
   }
 }
 

@@ -47,8 +47,10 @@ __host__ __device__ __forceinline__ int64_t packed_partial_row(const CombineArgs
          h % a.q_pack;
 }
 
-// One launch (PDL: it waits for the attention kernel before reading the
-// partials); `bf16` selects the output type, head_dim 64, 128 or 256.
-cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, cudaStream_t stream);
+// One launch; `bf16` selects the output type, head_dim 64, 128 or 256.
+// `overlap`: launched with PDL (its CTAs may start while the attention
+// kernel ends; they wait for it before reading the partials); otherwise
+// after it in stream order. The kernel and its bits are the same either way.
+cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, bool overlap, cudaStream_t stream);
 
 }  // namespace dhp::sm90
