@@ -35,6 +35,29 @@ struct Out {
   std::vector<uint32_t> lse;
 };
 
+std::string label(const Shape& s) {
+  return "S_q " + std::to_string(s.sq) + " S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) + "/" +
+         std::to_string(s.hkv) + " D " + std::to_string(s.d);
+}
+
+// Two whole calls' outputs compared element by element: o and lse bits
+// that differ, and elements that either left as the poison (unwritten).
+struct Comparison {
+  int64_t o_diff = 0, lse_diff = 0, unwritten = 0;
+};
+Comparison compare(const Out& a, const Out& b) {
+  Comparison c;
+  for (size_t i = 0; i < a.o.size(); ++i) {
+    c.o_diff += a.o[i] != b.o[i];
+    c.unwritten += (a.o[i] == 0xFFFF) + (b.o[i] == 0xFFFF);
+  }
+  for (size_t i = 0; i < a.lse.size(); ++i) {
+    c.lse_diff += a.lse[i] != b.lse[i];
+    c.unwritten += (a.lse[i] == 0xFFFFFFFFu) + (b.lse[i] == 0xFFFFFFFFu);
+  }
+  return c;
+}
+
 // One decoding call on BSHD host inputs [B, S_q or S_k, H, D]; lse [B, H, S_q].
 Out decode(const Shape& s, int64_t B, const uint16_t* q, const uint16_t* k, const uint16_t* v,
            const std::vector<int32_t>& lens_k) {
@@ -132,8 +155,7 @@ TEST(Decode, SequenceAloneMatchesItInABatchBitwise) {
                           {DType::kBFloat16, 5000, 8, 1, 64, true, false},
                           {DType::kFloat16, 3000, 4, 4, 256, false, true}};
   for (const Shape& s : shapes) {
-    SCOPED_TRACE("S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) + "/" + std::to_string(s.hkv) +
-                 " D " + std::to_string(s.d));
+    SCOPED_TRACE(label(s));
     expect_alone_equals_in_batch(s, 6, 4);
     expect_alone_equals_in_batch(s, 3, 0);
   }
@@ -190,18 +212,10 @@ void expect_merging_equals_split(const Shape& s, int64_t B) {
     LocalSetting off("0");
     split = decode(s, B, q.data(), k.data(), v.data(), lk);
   }
-  int64_t o_diff = 0, lse_diff = 0, unwritten = 0;
-  for (size_t i = 0; i < merged.o.size(); ++i) {
-    o_diff += merged.o[i] != split.o[i];
-    unwritten += (merged.o[i] == 0xFFFF) + (split.o[i] == 0xFFFF);
-  }
-  for (size_t i = 0; i < merged.lse.size(); ++i) {
-    lse_diff += merged.lse[i] != split.lse[i];
-    unwritten += (merged.lse[i] == 0xFFFFFFFFu) + (split.lse[i] == 0xFFFFFFFFu);
-  }
-  EXPECT_EQ(unwritten, 0) << "seed " << seed;
-  EXPECT_EQ(o_diff, 0) << "o: merging units against split units, B " << B << " (seed " << seed << ")";
-  EXPECT_EQ(lse_diff, 0) << "lse: merging units against split units, B " << B << " (seed " << seed << ")";
+  const Comparison c = compare(merged, split);
+  EXPECT_EQ(c.unwritten, 0) << "seed " << seed;
+  EXPECT_EQ(c.o_diff, 0) << "o: merging units against split units, B " << B << " (seed " << seed << ")";
+  EXPECT_EQ(c.lse_diff, 0) << "lse: merging units against split units, B " << B << " (seed " << seed << ")";
   const int64_t last = B - 1;
   const std::vector<int32_t> lk1{lk[last]};
   Out alone;
@@ -245,55 +259,48 @@ TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
                           {DType::kFloat16, 5000, 64, 16, 64, false, true},
                           {DType::kBFloat16, 4200, 32, 8, 64, true, true, 40}};
   for (const Shape& s : shapes) {
-    SCOPED_TRACE("S_q " + std::to_string(s.sq) + " S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) +
-                 "/" + std::to_string(s.hkv));
+    SCOPED_TRACE(label(s));
     expect_merging_equals_split(s, 3);
   }
 }
 
 // The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against the
-// shipped PDL launch (split units forced): the same kernel on the same
-// partials, so o and lse must agree bit for bit, both fully written. D128
-// GQA with secret lengths, D64, and D256 (split units only). The comparison
-// can fail: a changed V element must change o.
-TEST(Decode, CombineInStreamOrderMatchesPdlBitwise) {
-  DHP_REQUIRE_GPU();
-  const Shape shapes[] = {{DType::kFloat16, 5000, 32, 8, 128, false, true},
-                          {DType::kBFloat16, 4500, 16, 4, 64, false, false},
-                          {DType::kFloat16, 4200, 8, 2, 256, true, true}};
-  for (const Shape& s : shapes) {
-    SCOPED_TRACE("S_k " + std::to_string(s.sk) + " H " + std::to_string(s.hq) + "/" + std::to_string(s.hkv) +
-                 " D " + std::to_string(s.d));
-    constexpr int64_t B = 3;
-    const Batch in = random_batch(s, B, 1);
-    LocalSetting split("0");
-    const Out pdl = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
-    Out ordered;
-    {
-      EnvSetting no_pdl("DHP_SM90_COMBINE_PDL", "0");
-      ordered = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
-    }
-    int64_t diff = 0, unwritten = 0;
-    for (size_t i = 0; i < pdl.o.size(); ++i) {
-      diff += pdl.o[i] != ordered.o[i];
-      unwritten += (pdl.o[i] == 0xFFFF) + (ordered.o[i] == 0xFFFF);
-    }
-    for (size_t i = 0; i < pdl.lse.size(); ++i) {
-      diff += pdl.lse[i] != ordered.lse[i];
-      unwritten += (pdl.lse[i] == 0xFFFFFFFFu) + (ordered.lse[i] == 0xFFFFFFFFu);
-    }
-    EXPECT_EQ(unwritten, 0) << "seed " << in.seed;
-    EXPECT_EQ(diff, 0) << "the combine in stream order against PDL (seed " << in.seed << ")";
-    // Key 1 of sequence 1, whose length (0.7 S_k + 3, random_batch) keeps it.
-    std::vector<uint16_t> v1 = in.v;
-    const int64_t at = s.sk * s.hkv * s.d + s.hkv * s.d;
-    v1[at] = to_bits(from_bits(v1[at], s.dt) + 8.0f, s.dt);
-    const Out changed = decode(s, B, in.q.data(), in.k.data(), v1.data(), in.lk);
-    int64_t changed_o = 0;
-    for (size_t i = 0; i < pdl.o.size(); ++i) changed_o += changed.o[i] != pdl.o[i];
-    EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << in.seed << ")";
+// shipped PDL launch, split units forced: the same kernel on the same
+// partials, so o and lse must agree bit for bit, both fully written. The
+// comparison can fail: a changed V element must change o.
+void expect_combine_modes_agree(const Shape& s) {
+  constexpr int64_t B = 3;
+  const Batch in = random_batch(s, B, 1);
+  LocalSetting split("0");
+  const Out pdl = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
+  Out ordered;
+  {
+    EnvSetting no_pdl("DHP_SM90_COMBINE_PDL", "0");
+    ordered = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
   }
+  const Comparison c = compare(pdl, ordered);
+  EXPECT_EQ(c.unwritten, 0) << "seed " << in.seed;
+  EXPECT_EQ(c.o_diff, 0) << "o: the combine in stream order against PDL (seed " << in.seed << ")";
+  EXPECT_EQ(c.lse_diff, 0) << "lse: the combine in stream order against PDL (seed " << in.seed << ")";
+  // Key 1 of sequence 1, whose length (0.7 S_k + 3, random_batch) keeps it.
+  std::vector<uint16_t> v1 = in.v;
+  const int64_t at = s.sk * s.hkv * s.d + s.hkv * s.d;
+  v1[at] = to_bits(from_bits(v1[at], s.dt) + 8.0f, s.dt);
+  const Out changed = decode(s, B, in.q.data(), in.k.data(), v1.data(), in.lk);
+  int64_t changed_o = 0;
+  for (size_t i = 0; i < pdl.o.size(); ++i) changed_o += changed.o[i] != pdl.o[i];
+  EXPECT_GT(changed_o, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << in.seed << ")";
 }
 
+// D128 GQA with secret lengths, D64, and D256 causal (split units only).
+TEST(Decode, CombineInStreamOrderMatchesPdlBitwise) {
+  DHP_REQUIRE_GPU();
+  for (const Shape& s : {Shape{DType::kFloat16, 5000, 32, 8, 128, false, true},
+                         Shape{DType::kBFloat16, 4500, 16, 4, 64, false, false},
+                         Shape{DType::kFloat16, 4200, 8, 2, 256, true, true}}) {
+    SCOPED_TRACE(label(s));
+    expect_combine_modes_agree(s);
+  }
+}
 }  // namespace
 }  // namespace dhp::testing
