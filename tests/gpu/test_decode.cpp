@@ -264,15 +264,20 @@ TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
   }
 }
 
-// The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against the
-// shipped PDL launch, split units forced: the same kernel on the same
+// The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against its
+// PDL launch (=1; the default picks by the units' rounds), split units
+// forced: the same kernel on the same
 // partials, so o and lse must agree bit for bit, both fully written. The
 // comparison can fail: a changed V element must change o.
 void expect_combine_modes_agree(const Shape& s) {
   constexpr int64_t B = 3;
   const Batch in = random_batch(s, B, 1);
   LocalSetting split("0");
-  const Out pdl = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
+  Out pdl;
+  {
+    EnvSetting with_pdl("DHP_SM90_COMBINE_PDL", "1");
+    pdl = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
+  }
   Out ordered;
   {
     EnvSetting no_pdl("DHP_SM90_COMBINE_PDL", "0");

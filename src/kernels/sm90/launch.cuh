@@ -410,16 +410,17 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     c.o_stride_batch = call.o_stride_batch, c.o_stride_seq = call.o_stride_seq, c.o_stride_head = call.o_stride_head;
     c.splits = plan.splits, c.batch = call.batch, c.heads_q = call.heads_q, c.seqlen_q = call.seqlen_q;
     c.q_pack = plan.q_pack, c.part_heads = plan.heads, c.part_seqlen = plan.rows;
-    // The combine with PDL (its set-up overlaps the attention kernel's
-    // end). DHP_SM90_COMBINE_PDL=0 launches it in stream order instead
-    // (A/B; read at every call). Session 43 measured that once (H200, two
-    // rounds): B8 GQA 32/8 S_k 4096 D128 (512 units on 132 CTAs) 37.0-37.2
-    // us without PDL against 38.2 with it, D64 21.7-21.9 against 22.0, but
-    // B1 (64 units, one round) 9.9-10.0 against 9.3. A rule "PDL only where
-    // the units fit in one round" fits those three rows; it has not run
-    // through the suites yet (docs/perf-log.md, session 43).
+    // The combine with PDL (its set-up overlaps the attention kernel's end)
+    // only where the units fit in one round of the grid; in stream order
+    // where they take several. Session 43 (H200, two rounds each): B8 GQA
+    // 32/8 S_k 4096 D128 (512 units on 132 CTAs) 37.0-37.2 us in stream
+    // order against 38.2 with PDL, D64 21.7-21.9 against 22.0, but B1 (64
+    // units, one round) 9.9-10.0 against 9.3 (docs/perf-log.md, sessions
+    // 43-44). Public: the units count the shape's tiles. DHP_SM90_COMBINE_PDL
+    // =0|1 forces one mode (A/B; read at every call, so that a test can run
+    // both in one process); both give the same bits.
     const char* pdl_env = std::getenv("DHP_SM90_COMBINE_PDL");
-    const bool overlap = pdl_env == nullptr || std::atoi(pdl_env) != 0;
+    const bool overlap = pdl_env != nullptr ? std::atoi(pdl_env) != 0 : units <= grid;
     err = launch_split_combine(c, !std::is_same_v<T, __half>, D, overlap, stream);
   }
   scratch_free(scratch, stream);  // stream-ordered: after the kernels have used it
