@@ -14,7 +14,7 @@
 namespace dhp::sm90 {
 namespace {
 
-constexpr int kWarpsPerBlock = 4;
+constexpr int kWarpsPerBlock = kCombineWarpsPerBlock;  // split_combine.hpp
 
 template <typename T, int E>
 __device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {

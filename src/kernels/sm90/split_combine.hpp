@@ -47,6 +47,14 @@ __host__ __device__ __forceinline__ int64_t packed_partial_row(const CombineArgs
          h % a.q_pack;
 }
 
+// The combine's grid: a warp per query head, kCombineWarpsPerBlock heads
+// per CTA, (heads, S_q, B) CTAs. launch_decode weighs its CTA count against
+// the SMs the attention kernel leaves free (launch.cuh).
+constexpr int kCombineWarpsPerBlock = 4;
+inline int64_t combine_ctas(const CombineArgs& a) {
+  return static_cast<int64_t>((a.heads_q + kCombineWarpsPerBlock - 1) / kCombineWarpsPerBlock) * a.seqlen_q * a.batch;
+}
+
 // One launch; `bf16` selects the output type, head_dim 64, 128 or 256.
 // `overlap`: launched with PDL (its CTAs may start while the attention
 // kernel ends; they wait for it before reading the partials); otherwise
