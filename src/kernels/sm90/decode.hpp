@@ -179,6 +179,33 @@ inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
   return 2 * merged_rounds <= 3 * split_rounds;
 }
 
+// Whether the combine kernel (split_combine.hpp) is launched with PDL --
+// as the attention kernel starts, its CTAs parked until that kernel
+// completes -- rather than after it in stream order: only where the
+// attention kernel's `units` fit in one round of its CTA slots (`sms` x
+// `per_sm`) and the slots they leave free hold the combine's CTAs at four
+// per SM's worth of slots. A reading of the measurements: PDL's CTAs
+// become resident wherever room frees first, so where little is free they
+// pile up there and the merge after the wait runs on a few SMs. H200
+// (docs/perf-log.md, session 44), us per call in chains of 20:
+//  * stream order faster: B8 GQA 32/8 S_k 4096 D256 (832 units, 64 combine
+//    CTAs) 76.1 against 80.3 with PDL -- CUPTI read the call's end 5.8 us
+//    after the attention kernel's against 8.9; B1 S_q 4 S_k 8192 D128 (128
+//    units on 132 SMs, 32 CTAs: 8 per free SM) 15.2 against 16.6;
+//  * PDL faster or level at 4 CTAs per free SM: B2 S_q 1 D128 and B1 S_q 2
+//    S_k 8192 (128 units, 16 CTAs) level / 0.2 faster; B2 D64 S_k 8192
+//    (256 units of the two-per-SM narrow kernel, 16 CTAs: the dudect
+//    configuration) 26.2 against 27.4; and where much is free, B1 S_q 1
+//    D128 8.9 against 9.2, D256 15.1 against 15.9.
+// Between 4 and 8 per SM is unmeasured. Public: the unit count, the
+// device's SMs and the shape (the combine's grid). Both modes give the same
+// bits (Decode.CombineInStreamOrderMatchesPdlBitwise), so the batch may
+// decide.
+inline bool combine_with_pdl(int64_t units, int sms, int per_sm, int64_t combine_ctas) {
+  const int64_t free_slots = static_cast<int64_t>(sms) * per_sm - units;
+  return free_slots > 0 && per_sm * combine_ctas <= 4 * free_slots;
+}
+
 // Whether a decode-path call runs on the narrow decode kernel
 // (decode_narrow.cuh; D <= 128, which the launcher checks): a plan that
 // packs at most 8 rows per tile -- at S_q = 1 (where decode_args drops the

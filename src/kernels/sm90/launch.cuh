@@ -410,27 +410,14 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     c.o_stride_batch = call.o_stride_batch, c.o_stride_seq = call.o_stride_seq, c.o_stride_head = call.o_stride_head;
     c.splits = plan.splits, c.batch = call.batch, c.heads_q = call.heads_q, c.seqlen_q = call.seqlen_q;
     c.q_pack = plan.q_pack, c.part_heads = plan.heads, c.part_seqlen = plan.rows;
-    // The combine with PDL (launched as the attention kernel starts, its
-    // CTAs parked on free SMs until that kernel completes) only where the
-    // attention units fit in one round of the SMs and the SMs they leave
-    // free hold the combine's CTAs at two per SM; in stream order elsewhere.
-    // PDL's CTAs become resident wherever an SM is free first, so where few
-    // are free they pile up there and the merge after the wait runs on a
-    // few SMs. H200 (docs/perf-log.md, session 44), us per call in chains of
-    // 20: B8 GQA 32/8 S_k 4096 D256 (832 units, 64 combine CTAs) 80.3 with
-    // PDL against 76.1 in stream order -- CUPTI read the call's end 8.9 us
-    // after the attention kernel's with PDL, 5.8 without; B1 S_q 4 S_k 8192
-    // D128 (128 units on 132 SMs, 32 CTAs) 16.7 against 15.3. Where many SMs
-    // are free PDL hides the launch: B1 S_q 1 D128 (64 units) 8.9 against
-    // 9.2, D256 (104 units, 8 CTAs) 15.1 against 15.9. Any factor from 2 to
-    // 7 CTAs per free SM separates the one-round rows measured; 2 leans to
-    // stream order, the cheaper miss.
-    // Public: the unit count and the shape. DHP_SM90_COMBINE_PDL=0|1 forces
-    // one mode (A/B; read at every call, so that a test can run both in one
-    // process); both give the same bits.
+    // The combine with PDL only where the CTA slots the attention units
+    // leave free hold its CTAs (combine_with_pdl, decode.hpp), in stream
+    // order elsewhere. DHP_SM90_COMBINE_PDL=0|1 forces one mode (A/B; read
+    // at every call, so that a test can run both in one process); the
+    // kernel and its bits are the same either way.
     const char* pdl_env = std::getenv("DHP_SM90_COMBINE_PDL");
-    const int64_t free_sms = static_cast<int64_t>(sms) - units;
-    const bool overlap = pdl_env != nullptr ? std::atoi(pdl_env) != 0 : combine_ctas(c) <= 2 * free_sms;
+    const bool overlap =
+        pdl_env != nullptr ? std::atoi(pdl_env) != 0 : combine_with_pdl(units, sms, per_sm, combine_ctas(c));
     err = launch_split_combine(c, !std::is_same_v<T, __half>, D, overlap, stream);
   }
   scratch_free(scratch, stream);  // stream-ordered: after the kernels have used it
