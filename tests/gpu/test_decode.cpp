@@ -265,10 +265,10 @@ TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
 }
 
 // The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against its
-// PDL launch (=1; the default picks by the units' rounds), split units
-// forced: the same kernel on the same
-// partials, so o and lse must agree bit for bit, both fully written. The
-// comparison can fail: a changed V element must change o.
+// PDL launch (=1; by default combine_with_pdl, decode.hpp, picks one), split
+// units forced: the same kernel on the same partials, so o and lse must
+// agree bit for bit, both fully written. The comparison can fail: a changed
+// V element must change o.
 void expect_combine_modes_agree(const Shape& s) {
   constexpr int64_t B = 3;
   const Batch in = random_batch(s, B, 1);

@@ -49,7 +49,8 @@ __host__ __device__ __forceinline__ int64_t packed_partial_row(const CombineArgs
 
 // The combine's grid: a warp per query head, kCombineWarpsPerBlock heads
 // per CTA, (heads, S_q, B) CTAs. launch_decode weighs its CTA count against
-// the SMs the attention kernel leaves free (launch.cuh).
+// the CTA slots the attention kernel leaves free (decode.hpp,
+// combine_with_pdl).
 constexpr int kCombineWarpsPerBlock = 4;
 inline int64_t combine_ctas(const CombineArgs& a) {
   return static_cast<int64_t>((a.heads_q + kCombineWarpsPerBlock - 1) / kCombineWarpsPerBlock) * a.seqlen_q * a.batch;
