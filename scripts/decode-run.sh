@@ -8,6 +8,10 @@
 # settings separated by spaces, several variables of one setting by commas,
 # e.g. "max64=DHP_SM90_DECODE_MAX_SQ=64 rows128=DHP_SM90_DENSE_64ROWS=0,DHP_SM90_DECODE_MAX_SQ=0";
 # DECODE_ARGS: extra arguments of decode-shapes.py, e.g. --shape ...).
+# SUITES=0: no build or suites; DENSE=0: no dense setting. An A/B of
+# decode-path settings alone, e.g. the D256 chunk length (session 44):
+#   SUITES=0 DENSE=0 REPEATS=2 CHUNKS="c13=DHP_SM90_DECODE_CHUNK=13" \
+#     DECODE_ARGS="--shape 1,1,32,8,4096,256 --shape 8,1,32,8,4096,256" scripts/decode-run.sh
 # Logs to $OUT; the tables last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +36,10 @@ python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_A
 # scripts/decode-summary.py prints each setting's median over the passes.
 reps="${REPEATS:-1}"
 for ((rep = 1; rep <= reps; ++rep)); do
-  for v in "shipped=" "dense=DHP_SM90_DECODE_MAX_SQ=0" ${CHUNKS:-}; do
+  # DENSE=0: no "dense" setting (an A/B of decode-path settings alone).
+  settings=("shipped=")
+  [ "${DENSE:-1}" = 1 ] && settings+=("dense=DHP_SM90_DECODE_MAX_SQ=0")
+  for v in "${settings[@]}" ${CHUNKS:-}; do
     vars="${v#*=}"
     log="$out/decode-${v%%=*}.log"
     [ "$reps" -gt 1 ] && log="$out/decode-${v%%=*}-r$rep.log"
