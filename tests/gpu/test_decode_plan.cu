@@ -76,6 +76,16 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
     ++seen[static_cast<size_t>((x.batch * 8 + x.head) * p.splits + x.split)];
   }
   for (int v : seen) EXPECT_EQ(v, 1);
+  // A longer shortest chunk (DHP_SM90_DECODE_MIN_CHUNK): D256's 80-key tiles
+  // at S_k 4096 are 52, 4 chunks of 13 instead of 13 of 4; a chunk longer
+  // than the key range is the range; 0 or less counts as 1.
+  a.seqlen_k = 4096;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).splits, 13);
+  const sm90::DecodePlan longer = sm90::decode_plan(a, 64, 80, 0, true, 13);
+  EXPECT_EQ(longer.splits, 4);
+  EXPECT_EQ(longer.split_key_tiles, 13);
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, 100).splits, 1);
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, 0).splits, sm90::decode_plan(a, 64, 80, 0, true, 1).splits);
 }
 
 // The decode kernel's view of a call (decode_args): packed, query head

@@ -80,12 +80,14 @@ inline int32_t decode_max_seqlen_q(const kernels::ForwardArgs& a, int block_m, b
 
 // The call's plan from its public shape (block_m: the decode kernel's
 // query rows per tile; block_n: its key tile). `chunk_tiles` > 0 forces
-// the chunk length in key tiles (A/B knob DHP_SM90_DECODE_CHUNK).
+// the chunk length in key tiles (A/B knob DHP_SM90_DECODE_CHUNK);
+// `min_chunk_tiles` is the shortest chunk the plan makes otherwise (A/B knob
+// DHP_SM90_DECODE_MIN_CHUNK; session 44 measured longer chunks at D256).
 // `pack_sq`: pack S_q > 1 too (DHP_SM90_DECODE_PACK_SQ), where the group
 // is a power of two that divides block_m: rows s * q_pack + g, which Q's
 // 5-D tensor map (tensor_map.hpp, packed_rows_spec) loads whole boxes of.
 inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int block_n, int32_t chunk_tiles,
-                              bool pack_sq) {
+                              bool pack_sq, int32_t min_chunk_tiles = kDecodeMinChunkTiles) {
   DecodePlan p;
   const int32_t g = a.kv_group;
   if (a.seqlen_q == 1) {
@@ -99,7 +101,7 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
   const int64_t key_tiles = std::max<int64_t>(1, (static_cast<int64_t>(a.seqlen_k) + block_n - 1) / block_n);
   const int64_t m_blocks = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
   const int64_t wanted = std::max<int64_t>(1, (kDecodeUnitsTarget + m_blocks * p.heads - 1) / (m_blocks * p.heads));
-  int64_t per_chunk = std::max<int64_t>(kDecodeMinChunkTiles, (key_tiles + wanted - 1) / wanted);
+  int64_t per_chunk = std::max<int64_t>(std::max(1, min_chunk_tiles), (key_tiles + wanted - 1) / wanted);
   if (chunk_tiles > 0) per_chunk = chunk_tiles;
   per_chunk = std::min(per_chunk, key_tiles);
   p.split_key_tiles = static_cast<int32_t>(per_chunk);
