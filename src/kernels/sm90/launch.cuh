@@ -277,10 +277,11 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // the call's O and lse. Secret key lengths: V's zero-padded copy first
 // (padding_scrub.hpp, before the attention; the copy beside follows the
 // dense kernel's schedule). DHP_SM90_DECODE_CHUNK=N forces N key tiles per
-// chunk (A/B, tests); DHP_SM90_DECODE_MIN_CHUNK=N makes chunks of at least N
-// (A/B; the path's choice, takes_decode_path, still judges the default). GQA heads are packed as rows at S_q > 1 too
-// (decode.hpp, kernel_traits.cuh) unless DHP_SM90_DECODE_PACK_SQ=0 (A/B) or
-// the build has DHP_SM90_PACKED_ROWS=0.
+// chunk (A/B, tests); DHP_SM90_DECODE_MIN_CHUNK=N makes chunks of at least
+// N (A/B; the path's choice, takes_decode_path, still judges the default).
+// GQA heads are packed as rows at S_q > 1 too (decode.hpp,
+// kernel_traits.cuh) unless DHP_SM90_DECODE_PACK_SQ=0 (A/B) or the build
+// has DHP_SM90_PACKED_ROWS=0.
 template <typename Traits>
 bool decode_packs_sq() {
   static const char* pack_env = std::getenv("DHP_SM90_DECODE_PACK_SQ");
