@@ -8,7 +8,8 @@
 # settings separated by spaces, several variables of one setting by commas,
 # e.g. "max64=DHP_SM90_DECODE_MAX_SQ=64 rows128=DHP_SM90_DENSE_64ROWS=0,DHP_SM90_DECODE_MAX_SQ=0";
 # DECODE_ARGS: extra arguments of decode-shapes.py, e.g. --shape ...).
-# SUITES=0: no build or suites; DENSE=0: no dense setting. An A/B of
+# SUITES=0: no build or suites; DENSE=0: no dense setting; PEERS=shipped:
+# SDPA timed in the shipped setting only (decode-shapes.py --no-sdpa elsewhere). An A/B of
 # decode-path settings alone, e.g. the D256 chunk length (session 44):
 #   SUITES=0 DENSE=0 REPEATS=2 CHUNKS="c13=DHP_SM90_DECODE_CHUNK=13" \
 #     DECODE_ARGS="--shape 1,1,32,8,4096,256 --shape 8,1,32,8,4096,256" scripts/decode-run.sh
@@ -46,7 +47,9 @@ for ((rep = 1; rep <= reps; ++rep)); do
     pass=""
     [ "$reps" -gt 1 ] && pass=" (pass $rep of $reps)"
     echo "== ${v%%=*} ${vars//,/ }$pass"
-    env ${vars//,/ } python3 scripts/decode-shapes.py ${QUICK:+--quick} ${DECODE_ARGS:-} 2>&1 | tee "$log" | tail -11
+    peers=""
+    [ "${PEERS:-all}" = shipped ] && [ "${v%%=*}" != shipped ] && peers="--no-sdpa"
+    env ${vars//,/ } python3 scripts/decode-shapes.py ${QUICK:+--quick} $peers ${DECODE_ARGS:-} 2>&1 | tee "$log" | tail -11
   done
 done
 [ "$reps" -gt 1 ] && python3 scripts/decode-summary.py "$out"

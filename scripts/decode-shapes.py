@@ -16,7 +16,8 @@ is_causal aligns top-left, which would not be the same work at S_q > 1).
 Tensors are stored token-major, [B, S, H, D] (a key's heads side by side, as
 a model's projections write them), and passed as [B, H, S, D] views;
 --head-major stores them [B, H, S, D] (a head's keys contiguous, as a KV
-cache laid out per head).
+cache laid out per head). --no-sdpa: ours alone, SDPA's columns n/a (an A/B
+of our settings, whose peers are timed once in the shipped setting).
 """
 import math
 import statistics
@@ -43,6 +44,7 @@ if _given:
     SHAPES = _given
 CAUSAL = "--causal" in sys.argv[1:]
 HEAD_MAJOR = "--head-major" in sys.argv[1:]
+NO_SDPA = "--no-sdpa" in sys.argv[1:]
 l2 = torch.cuda.get_device_properties(0).L2_cache_size
 
 
@@ -75,6 +77,9 @@ for B, Sq, Hq, Hkv, Sk, D in SHAPES:
         row["dhp"] = chain_us([lambda s=s: dhp_attention.attention(*s, causal=CAUSAL, layout="bhsd") for s in sets])
         ref = dhp_attention.attention(*sets[0], causal=CAUSAL, layout="bhsd")  # [B, H, S_q, D], as SDPA
         for name, be in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)):
+            if NO_SDPA:
+                row[name] = None
+                continue
             try:
                 with sdpa_kernel([be]):
                     out = F.scaled_dot_product_attention(*sets[0], attn_mask=mask, enable_gqa=True)
