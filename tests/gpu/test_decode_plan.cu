@@ -88,6 +88,34 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, 0).splits, sm90::decode_plan(a, 64, 80, 0, true, 1).splits);
 }
 
+// Where the decode kernel cannot merge its chunks (D256), the plan aims at
+// 64 units per batch entry instead of 128 (decode_units_target): GQA 32/8
+// S_q 1 at D256's 80-key tiles, 8 packed heads, so 8 chunks where the 4-tile
+// floor allows -- S_k 4096 7-tile chunks (52 tiles), 8192 13 (103), 16384
+// 26 (205) -- and S_k 2048's 26 tiles still in 4-tile chunks. The path's
+// choice judges the same plan: MHA with 64 heads at S_q 1 gets one chunk
+// per head (64 units already), so it stays on the dense kernels.
+TEST(Decode, UnmergedPlanAimsAtHalfTheUnits) {
+  ForwardArgs a{};
+  a.seqlen_q = 1, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4, a.batch = 5;
+  const int64_t unmerged = sm90::decode_units_target(false);
+  EXPECT_EQ(unmerged, 64);
+  EXPECT_EQ(sm90::decode_units_target(true), 128);
+  struct Row { int32_t sk, chunk, splits; };
+  for (const Row& r : {Row{2048, 4, 7}, Row{4096, 7, 8}, Row{8192, 13, 8}, Row{16384, 26, 8}}) {
+    a.seqlen_k = r.sk;
+    const sm90::DecodePlan p = sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged);
+    EXPECT_EQ(p.split_key_tiles, r.chunk) << r.sk;
+    EXPECT_EQ(p.splits, r.splits) << r.sk;
+  }
+  a.seqlen_k = 4096;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).split_key_tiles, 4) << "the merged target: 13 chunks of 4";
+  a.heads_q = a.heads_kv = 64, a.kv_group = 1;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 1);
+  EXPECT_FALSE(sm90::takes_decode_path(a, 64, 80, true, false)) << "64 heads, one chunk each: dense";
+  EXPECT_TRUE(sm90::takes_decode_path(a, 64, 128, true, true)) << "with merging units: 2 chunks";
+}
+
 // The decode kernel's view of a call (decode_args): packed, query head
 // g + q_pack h' is row g of head h' -- its address must be the call's --
 // and the causal flag is dropped only where it hides nothing (S_q = 1).

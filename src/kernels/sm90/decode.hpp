@@ -36,6 +36,20 @@ namespace dhp::sm90 {
 // an H100 / H200. A constant, not the device's SM count, so that a shape
 // gets the same chunks (and bits) on every GPU.
 constexpr int64_t kDecodeUnitsTarget = 128;
+// Half that where the decode kernel cannot merge a tile's chunks itself
+// (D256: no merging units, decode_local.cuh), so that every chunk is a
+// unit, a partial and the combine's input whatever the batch. Longer
+// chunks give the batch fewer, longer units in fewer rounds, and one batch
+// entry's 64 units still draw nearly the bandwidth of 128: H200, GQA 32/8
+// S_q 1 S_k 8192 D256 (docs/perf-log.md, session 45), 13-tile chunks (64
+// units per entry) against 7 (120): B1 24.8 against 23.9 us, B8 131.6
+// against 140.8, B16 256.7 / 268.7, B32 509.4 / 523.4. At 32 units per
+// entry B1 lost 45-80 % (S_k 2048-4096, 13-tile chunks), which the
+// kDecodeMinChunkTiles floor keeps away at short S_k.
+constexpr int64_t kDecodeUnitsTargetUnmerged = 64;
+inline int64_t decode_units_target(bool merging_units) {
+  return merging_units ? kDecodeUnitsTarget : kDecodeUnitsTargetUnmerged;
+}
 // The fewest key tiles per chunk: a unit's fixed cost (Q load, the
 // pipeline's fill and drain, the epilogue) spread over at least this many.
 constexpr int32_t kDecodeMinChunkTiles = 4;
@@ -82,12 +96,15 @@ inline int32_t decode_max_seqlen_q(const kernels::ForwardArgs& a, int block_m, b
 // query rows per tile; block_n: its key tile). `chunk_tiles` > 0 forces
 // the chunk length in key tiles (A/B knob DHP_SM90_DECODE_CHUNK);
 // `min_chunk_tiles` is the shortest chunk the plan makes otherwise (A/B knob
-// DHP_SM90_DECODE_MIN_CHUNK; session 44 measured longer chunks at D256).
+// DHP_SM90_DECODE_MIN_CHUNK; session 44 measured longer chunks at D256);
+// `units_target` the units it aims at per batch entry (decode_units_target;
+// A/B knob DHP_SM90_DECODE_UNITS).
 // `pack_sq`: pack S_q > 1 too (DHP_SM90_DECODE_PACK_SQ), where the group
 // is a power of two that divides block_m: rows s * q_pack + g, which Q's
 // 5-D tensor map (tensor_map.hpp, packed_rows_spec) loads whole boxes of.
 inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int block_n, int32_t chunk_tiles,
-                              bool pack_sq, int32_t min_chunk_tiles = kDecodeMinChunkTiles) {
+                              bool pack_sq, int32_t min_chunk_tiles = kDecodeMinChunkTiles,
+                              int64_t units_target = kDecodeUnitsTarget) {
   DecodePlan p;
   const int32_t g = a.kv_group;
   if (a.seqlen_q == 1) {
@@ -100,7 +117,7 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
   p.rows = a.seqlen_q * p.q_pack;
   const int64_t key_tiles = std::max<int64_t>(1, (static_cast<int64_t>(a.seqlen_k) + block_n - 1) / block_n);
   const int64_t m_blocks = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
-  const int64_t wanted = std::max<int64_t>(1, (kDecodeUnitsTarget + m_blocks * p.heads - 1) / (m_blocks * p.heads));
+  const int64_t wanted = std::max<int64_t>(1, (units_target + m_blocks * p.heads - 1) / (m_blocks * p.heads));
   int64_t per_chunk = std::max<int64_t>(std::max(1, min_chunk_tiles), (key_tiles + wanted - 1) / wanted);
   if (chunk_tiles > 0) per_chunk = chunk_tiles;
   per_chunk = std::min(per_chunk, key_tiles);
@@ -150,7 +167,8 @@ constexpr int32_t kDecodeMinKeysUnshared = 4096;
 inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq,
                               bool merging_units) {
   if (a.seqlen_q < 1 || a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq, merging_units)) return false;
-  const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq);
+  const DecodePlan p =
+      decode_plan(a, block_m, block_n, 0, pack_sq, kDecodeMinChunkTiles, decode_units_target(merging_units));
   const int64_t packed_tiles = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
   const int64_t own_tiles = p.q_pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
   if (2 * packed_tiles <= own_tiles) return true;

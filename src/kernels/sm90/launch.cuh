@@ -278,7 +278,8 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a_in, cudaStream_t stream
 // (padding_scrub.hpp, before the attention; the copy beside follows the
 // dense kernel's schedule). DHP_SM90_DECODE_CHUNK=N forces N key tiles per
 // chunk (A/B, tests); DHP_SM90_DECODE_MIN_CHUNK=N makes chunks of at least
-// N (A/B; the path's choice, takes_decode_path, still judges the default).
+// N, DHP_SM90_DECODE_UNITS=N aims at N units per batch entry (A/B; the
+// path's choice, takes_decode_path, still judges the default).
 // GQA heads are packed as rows at S_q > 1 too (decode.hpp,
 // kernel_traits.cuh) unless DHP_SM90_DECODE_PACK_SQ=0 (A/B) or the build
 // has DHP_SM90_PACKED_ROWS=0.
@@ -299,9 +300,12 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   if (call.seqlen_q > 65535 || call.batch > 65535) return cudaErrorNotSupported;
   static const char* chunk_env = std::getenv("DHP_SM90_DECODE_CHUNK");
   static const char* min_chunk_env = std::getenv("DHP_SM90_DECODE_MIN_CHUNK");
+  static const char* units_env = std::getenv("DHP_SM90_DECODE_UNITS");
   const DecodePlan plan =
       decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, decode_packs_sq<Traits>(),
-                  min_chunk_env != nullptr ? std::atoi(min_chunk_env) : kDecodeMinChunkTiles);
+                  min_chunk_env != nullptr ? std::atoi(min_chunk_env) : kDecodeMinChunkTiles,
+                  units_env != nullptr ? std::max(1, std::atoi(units_env))
+                                       : decode_units_target(Traits::kMergeChunks || Traits::kNarrow));
   kernels::ForwardArgs a = decode_args(call, plan);
   // The decode path copies V before the attention, never beside it; the
   // narrow kernel's producer has no wait on the copy's counters
