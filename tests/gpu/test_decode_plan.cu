@@ -92,9 +92,10 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
 // 64 units per batch entry instead of 128 (decode_units_target): GQA 32/8
 // S_q 1 at D256's 80-key tiles, 8 packed heads, so 8 chunks where the 4-tile
 // floor allows -- S_k 4096 7-tile chunks (52 tiles), 8192 13 (103), 16384
-// 26 (205) -- and S_k 2048's 26 tiles still in 4-tile chunks. The path's
-// choice judges the same plan: MHA with 64 heads at S_q 1 gets one chunk
-// per head (64 units already), so it stays on the dense kernels.
+// 26 (205) -- and S_k 2048's 26 tiles still in 4-tile chunks -- but never
+// one chunk where the 128-unit plan cuts two: MHA with 64 heads keeps 2
+// chunks of 26 (one, on the dense kernels, was 6 % slower at B1 and B8),
+// 128 heads one either way.
 TEST(Decode, UnmergedPlanAimsAtHalfTheUnits) {
   ForwardArgs a{};
   a.seqlen_q = 1, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4, a.batch = 5;
@@ -110,10 +111,14 @@ TEST(Decode, UnmergedPlanAimsAtHalfTheUnits) {
   }
   a.seqlen_k = 4096;
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).split_key_tiles, 4) << "the merged target: 13 chunks of 4";
-  a.heads_q = a.heads_kv = 64, a.kv_group = 1;
+  a.heads_q = a.heads_kv = 32, a.kv_group = 1;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 2);
+  a.heads_q = a.heads_kv = 64;
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 2);
+  EXPECT_TRUE(sm90::takes_decode_path(a, 64, 80, true, false)) << "64 heads: 2 chunks, the decode path";
+  a.heads_q = a.heads_kv = 128;
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 1);
-  EXPECT_FALSE(sm90::takes_decode_path(a, 64, 80, true, false)) << "64 heads, one chunk each: dense";
-  EXPECT_TRUE(sm90::takes_decode_path(a, 64, 128, true, true)) << "with merging units: 2 chunks";
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).splits, 1);
 }
 
 // The decode kernel's view of a call (decode_args): packed, query head

@@ -45,7 +45,10 @@ constexpr int64_t kDecodeUnitsTarget = 128;
 // units per entry) against 7 (120): B1 24.8 against 23.9 us, B8 131.6
 // against 140.8, B16 256.7 / 268.7, B32 509.4 / 523.4. At 32 units per
 // entry B1 lost 45-80 % (S_k 2048-4096, 13-tile chunks), which the
-// kDecodeMinChunkTiles floor keeps away at short S_k.
+// kDecodeMinChunkTiles floor keeps away at short S_k. The trade, measured
+// over S_k 4096-16384 (session 45): B8-B32 1-7 % faster (S_k 4096 B8 71.7
+// against 76.6 us, FA2 72.8), B1 4-7 % slower (15.2 against 14.5; cuDNN
+// 22.2), the chunks being a function of the shape alone (G5).
 constexpr int64_t kDecodeUnitsTargetUnmerged = 64;
 inline int64_t decode_units_target(bool merging_units) {
   return merging_units ? kDecodeUnitsTarget : kDecodeUnitsTargetUnmerged;
@@ -117,7 +120,14 @@ inline DecodePlan decode_plan(const kernels::ForwardArgs& a, int block_m, int bl
   p.rows = a.seqlen_q * p.q_pack;
   const int64_t key_tiles = std::max<int64_t>(1, (static_cast<int64_t>(a.seqlen_k) + block_n - 1) / block_n);
   const int64_t m_blocks = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
-  const int64_t wanted = std::max<int64_t>(1, (units_target + m_blocks * p.heads - 1) / (m_blocks * p.heads));
+  const int64_t tiles = m_blocks * p.heads;
+  int64_t wanted = std::max<int64_t>(1, (units_target + tiles - 1) / tiles);
+  // A smaller target never leaves one chunk where the 128-unit plan cuts
+  // two (64-127 query tiles per entry): MHA 64 heads S_k 4096 D256 in one
+  // chunk (the dense kernels) ran 70.1 / 520.5 us at B1 / B8 against 66.2 /
+  // 491.6 in two (H200, session 45).
+  if (units_target < kDecodeUnitsTarget)
+    wanted = std::max(wanted, std::min<int64_t>(2, (kDecodeUnitsTarget + tiles - 1) / tiles));
   int64_t per_chunk = std::max<int64_t>(std::max(1, min_chunk_tiles), (key_tiles + wanted - 1) / wanted);
   if (chunk_tiles > 0) per_chunk = chunk_tiles;
   per_chunk = std::min(per_chunk, key_tiles);
