@@ -262,6 +262,22 @@ TEST(Decode, MergingUnitsMatchSplitUnitsBitwise) {
   }
 }
 
+// The narrow kernel at D = 256 (64-key tiles; taken only with
+// DHP_SM90_NARROW256=1 until it has been through the gates): its merging
+// units against its split units, as above -- GQA 32/8 at S_q 1 (four rows),
+// MHA (one row), and GQA 8/4 drafting at S_q 4 (eight packed rows, causal).
+TEST(Decode, NarrowD256MergingUnitsMatchSplitUnitsBitwise) {
+  DHP_REQUIRE_GPU();
+  EnvSetting narrow256("DHP_SM90_NARROW256", "1");
+  const Shape shapes[] = {{DType::kFloat16, 5000, 32, 8, 256, false, true},
+                          {DType::kBFloat16, 4100, 16, 16, 256, false, false},
+                          {DType::kFloat16, 4500, 8, 4, 256, true, true, 4}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(label(s));
+    expect_merging_equals_split(s, 3);
+  }
+}
+
 // The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against its
 // PDL launch (=1; by default combine_with_pdl, decode.hpp, picks one), split
 // units forced: the same kernel on the same partials, so o and lse must

@@ -90,6 +90,16 @@
 #ifndef DHP_SM90_NARROW_STAGES128
 #define DHP_SM90_NARROW_STAGES128 2
 #endif
+// D = 256 (session 45; taken only with DHP_SM90_NARROW256=1, launch.cuh):
+// 64-key tiles -- the Sᵀ GEMM's m-blocks are 64 keys, the dense D256 tile's
+// 80 is not a multiple -- 64 KB of K and V per stage, two stages beside
+// the two 32 KB Q buffers (192 KB).
+#ifndef DHP_SM90_NARROW_STAGES256
+#define DHP_SM90_NARROW_STAGES256 2
+#endif
+#ifndef DHP_SM90_NARROW_BN256
+#define DHP_SM90_NARROW_BN256 64
+#endif
 // Rows of the narrow decode kernel's Q buffers and TMA box: 64 as the
 // 64-row kernel (shipped), or 8, the rows it reads -- 2 KB instead of 16 at
 // D = 128, which leaves room for a third K/V stage there
@@ -166,6 +176,9 @@ template <>
 struct Sm90Config<256> {
   static constexpr int kBlockN = DHP_SM90_BN256;
 };
+// The narrow decode kernel's key tile (decode_narrow.cuh: a multiple of 64).
+template <int D>
+constexpr int kNarrowBlockN = D == 256 ? DHP_SM90_NARROW_BN256 : Sm90Config<D>::kBlockN;
 
 // NC_: consumer warpgroups (1, 2 or 3). D = 64 is built with all three
 // (launch.cuh picks by shape); the other head dims with 2. BN_: key tile
@@ -215,7 +228,7 @@ struct Sm90Traits {
   static constexpr bool kOneGemm = ONE_GEMM_;
   static constexpr bool kDecode = DECODE_ != 0;
   static constexpr bool kNarrow = DECODE_ == 2;  // decode_narrow.cuh
-  static_assert(DECODE_ >= 0 && DECODE_ <= 2 && (!kNarrow || D <= 128), "decode kernels: 1, or 2 (narrow, D <= 128)");
+  static_assert(DECODE_ >= 0 && DECODE_ <= 2 && (!kNarrow || BN_ % 64 == 0), "decode kernels: 1, or 2 (narrow: 64-key blocks)");
   static constexpr bool kPackedRows = kDecode && DHP_SM90_PACKED_ROWS != 0;  // S_q > 1 packed (above)
   // Decode units that may merge their own chunks (decode_local.cuh), taken
   // where the batch fills the GPU (decode.hpp, merging_units_pay): 0.88-
@@ -243,6 +256,7 @@ struct Sm90Traits {
   static constexpr int kStages = kCtasPerSm == 2       ? 2
                                  : kNarrow && D == 64  ? DHP_SM90_NARROW_STAGES64
                                  : kNarrow && D == 128 ? DHP_SM90_NARROW_STAGES128
+                                 : kNarrow && D == 256 ? DHP_SM90_NARROW_STAGES256
                                  : kDecode && D == 64  ? DHP_SM90_DECODE_STAGES64
                                  : kDecode && D == 128 ? DHP_SM90_DECODE_STAGES128
                                  : D == 64             ? DHP_SM90_STAGES64

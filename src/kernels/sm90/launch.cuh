@@ -473,11 +473,15 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // At most 8 rows per tile (S_q = 1, or S_q > 1 with at most 8 rows):
     // the narrow decode kernel (decode_narrow.cuh; decode.hpp,
     // takes_narrow_kernel). DHP_SM90_NARROW=0 keeps the 64-row one (A/B;
-    // read at every call).
-    if constexpr (D <= 128) {
-      using Narrow = Sm90Traits<T, D, LENGTHS, 1, Sm90Config<D>::kBlockN, false, false, 2>;
+    // read at every call). At D = 256 (64-key tiles, kNarrowBlockN) only
+    // with DHP_SM90_NARROW256=1 (read at every call): built in session 45,
+    // not yet through the gates.
+    {
+      using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBlockN<D>, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
-      if ((narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
+      const char* narrow256_env = D == 256 ? std::getenv("DHP_SM90_NARROW256") : nullptr;
+      const bool built = D <= 128 || (narrow256_env != nullptr && std::atoi(narrow256_env) != 0);
+      if (built && (narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
           takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))
         return launch_decode<Narrow>(a, s);
     }
