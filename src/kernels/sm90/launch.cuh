@@ -480,8 +480,8 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
       using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBlockN<D>, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       const char* narrow256_env = D == 256 ? std::getenv("DHP_SM90_NARROW256") : nullptr;
-      const bool built = D <= 128 || (narrow256_env != nullptr && std::atoi(narrow256_env) != 0);
-      if (built && (narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
+      const bool narrow_at_d = D <= 128 || (narrow256_env != nullptr && std::atoi(narrow256_env) != 0);
+      if (narrow_at_d && (narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
           takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))
         return launch_decode<Narrow>(a, s);
     }
