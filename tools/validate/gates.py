@@ -114,6 +114,9 @@ LARGE = "--dtype bf16 --batch 2 --heads 16 --seqlen 2048 --head-dim 128 --length
 SMALL_DENSE = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64"
 DECODE = "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 1 --seqlen-k 8192 --head-dim 128 --lengths separate"
 DECODE_D64 = DECODE.replace("--head-dim 128", "--head-dim 64")  # the D64 decode kernel (session 38)
+# D256: 4 rows per tile, so the narrow (16-row) kernel with 64-key tiles
+# where DHP_SM90_NARROW256=1 (session 46), the 64-row one otherwise.
+DECODE_D256 = DECODE.replace("--head-dim 128", "--head-dim 256")
 # Checking 8 drafted tokens: GQA packed as 32 rows, the causal mask on row >> 2.
 DRAFTED = "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 8 --seqlen-k 8192 --head-dim 128 --causal --lengths separate"
 # The dense 64-row D128 kernel (S_q <= 64): MHA below S_k 4096, which the
@@ -135,6 +138,8 @@ DUDECT = [
     ("decode lengths", DECODE, "lengths", 100_000, 2_000, "PASS", ""),
     ("D64 decode values", DECODE_D64, "values", 100_000, 2_000, "PASS", ""),
     ("D64 decode lengths", DECODE_D64, "lengths", 100_000, 2_000, "PASS", ""),
+    ("D256 decode values", DECODE_D256, "values", 100_000, 2_000, "PASS", ""),
+    ("D256 decode lengths", DECODE_D256, "lengths", 100_000, 2_000, "PASS", ""),
     ("drafted tokens values", DRAFTED, "values", 100_000, 2_000, "PASS", ""),
     ("drafted tokens lengths", DRAFTED, "lengths", 100_000, 2_000, "PASS", ""),
     ("dense 64-row values", DENSE_64ROWS, "values", 100_000, 2_000, "PASS", ""),

@@ -237,8 +237,8 @@ inline bool combine_with_pdl(int64_t units, int sms, int per_sm, int64_t combine
 }
 
 // Whether a decode-path call runs on the narrow decode kernel
-// (decode_narrow.cuh; D <= 128, and D = 256 with DHP_SM90_NARROW256=1 --
-// the launcher decides): a plan that
+// (decode_narrow.cuh; every head dim, the launcher decides -- A/B knobs
+// DHP_SM90_NARROW=0, DHP_SM90_NARROW256=0): a plan that
 // packs at most 8 rows per tile -- at S_q = 1 (where decode_args drops the
 // causal mask) MHA or a GQA group of at most 8; at S_q > 1 MHA S_q <= 8, a
 // packed group of 4 at S_q 2, of 2 at S_q <= 4, the causal mask then by

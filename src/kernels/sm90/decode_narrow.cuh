@@ -8,8 +8,8 @@
 //   Oᵀ += Vᵀ Pᵀ  (D / 64 chains over the BN keys; A = V stored [key][d]
 //                 read MN-major (trans-a), B = P through shared memory)
 // Every head dim: the key tile is a multiple of 64 keys (kNarrowBlockN: 64
-// at D = 256, whose dense tile is 80; taken there only with
-// DHP_SM90_NARROW256=1 until it has been through the gates, launch.cuh).
+// at D = 256, whose dense tile is 80; taken there since session 46,
+// launch.cuh).
 // The 64-row decode kernel (mainloop.cuh) computes 64 rows whatever the live
 // ones: with S_q = 1 it spent 8 x the tensor work and 64 exp2 per thread per
 // key tile on rows it then dropped, and on an H200 ran 0.77-0.91x cuDNN's

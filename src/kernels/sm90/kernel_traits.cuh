@@ -90,7 +90,7 @@
 #ifndef DHP_SM90_NARROW_STAGES128
 #define DHP_SM90_NARROW_STAGES128 2
 #endif
-// D = 256 (session 45; taken only with DHP_SM90_NARROW256=1, launch.cuh):
+// D = 256 (session 45; taken by default since session 46, launch.cuh):
 // 64-key tiles -- the Sᵀ GEMM's m-blocks are 64 keys, the dense D256 tile's
 // 80 is not a multiple -- 64 KB of K and V per stage, two stages beside
 // the two 32 KB Q buffers (192 KB).

@@ -473,14 +473,15 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
     // At most 8 rows per tile (S_q = 1, or S_q > 1 with at most 8 rows):
     // the narrow decode kernel (decode_narrow.cuh; decode.hpp,
     // takes_narrow_kernel). DHP_SM90_NARROW=0 keeps the 64-row one (A/B;
-    // read at every call). At D = 256 (64-key tiles, kNarrowBlockN) only
-    // with DHP_SM90_NARROW256=1 (read at every call): built in session 45,
-    // not yet through the gates.
+    // read at every call). D = 256 (64-key tiles, kNarrowBlockN) since
+    // session 46, after the gates and an A/B (docs/perf-log.md);
+    // DHP_SM90_NARROW256=0 keeps the 64-row one at D = 256 alone (A/B knob,
+    // read at every call).
     {
       using Narrow = Sm90Traits<T, D, LENGTHS, 1, kNarrowBlockN<D>, false, false, 2>;
       const char* narrow_env = std::getenv("DHP_SM90_NARROW");
       const char* narrow256_env = D == 256 ? std::getenv("DHP_SM90_NARROW256") : nullptr;
-      const bool narrow_at_d = D <= 128 || (narrow256_env != nullptr && std::atoi(narrow256_env) != 0);
+      const bool narrow_at_d = narrow256_env == nullptr || std::atoi(narrow256_env) != 0;
       if (narrow_at_d && (narrow_env == nullptr || std::atoi(narrow_env) != 0) &&
           takes_narrow_kernel(a, Narrow::kBlockM, Narrow::kBlockN, decode_packs_sq<Narrow>()))
         return launch_decode<Narrow>(a, s);
