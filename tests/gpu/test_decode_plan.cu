@@ -88,20 +88,22 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, 0).splits, sm90::decode_plan(a, 64, 80, 0, true, 1).splits);
 }
 
-// Where the decode kernel cannot merge its chunks (D256), the plan aims at
-// 64 units per batch entry instead of 128 (decode_units_target): GQA 32/8
-// S_q 1 at D256's 80-key tiles, 8 packed heads, so 8 chunks where the 4-tile
-// floor allows -- S_k 4096 7-tile chunks (52 tiles), 8192 13 (103), 16384
-// 26 (205) -- and S_k 2048's 26 tiles still in 4-tile chunks -- but never
-// one chunk where the 128-unit plan cuts two: MHA with 64 heads keeps 2
-// chunks of 26 (one, on the dense kernels, was 6 % slower at B1 and B8),
-// 128 heads one either way.
-TEST(Decode, UnmergedPlanAimsAtHalfTheUnits) {
+// At D256 the plan aims at 64 units per batch entry instead of 128
+// (decode_units_target), on either decode kernel: GQA 32/8 S_q 1 at the
+// 64-row kernel's 80-key tiles, 8 packed heads, so 8 chunks where the
+// 4-tile floor allows -- S_k 4096 7-tile chunks (52 tiles), 8192 13 (103),
+// 16384 26 (205) -- and S_k 2048's 26 tiles still in 4-tile chunks -- and at
+// the narrow kernel's 64-key tiles S_k 4096 8 chunks of 8 (16 of 4 at 128
+// units) -- but never one chunk where the 128-unit plan cuts two: MHA with
+// 64 heads keeps 2 chunks of 26 (one, on the dense kernels, was 6 % slower
+// at B1 and B8), 128 heads one either way.
+TEST(Decode, D256PlanAimsAtHalfTheUnits) {
   ForwardArgs a{};
   a.seqlen_q = 1, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4, a.batch = 5;
-  const int64_t unmerged = sm90::decode_units_target(false);
+  const int64_t unmerged = sm90::decode_units_target(256);
   EXPECT_EQ(unmerged, 64);
-  EXPECT_EQ(sm90::decode_units_target(true), 128);
+  EXPECT_EQ(sm90::decode_units_target(128), 128);
+  EXPECT_EQ(sm90::decode_units_target(64), 128);
   struct Row { int32_t sk, chunk, splits; };
   for (const Row& r : {Row{2048, 4, 7}, Row{4096, 7, 8}, Row{8192, 13, 8}, Row{16384, 26, 8}}) {
     a.seqlen_k = r.sk;
@@ -111,11 +113,14 @@ TEST(Decode, UnmergedPlanAimsAtHalfTheUnits) {
   }
   a.seqlen_k = 4096;
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).split_key_tiles, 4) << "the merged target: 13 chunks of 4";
+  EXPECT_EQ(sm90::decode_plan(a, 64, 64, 0, true, sm90::kDecodeMinChunkTiles, unmerged).split_key_tiles, 8)
+      << "the narrow kernel: 8 chunks of 8";
+  EXPECT_EQ(sm90::decode_plan(a, 64, 64, 0, true).split_key_tiles, 4) << "the 128-unit target: 16 chunks of 4";
   a.heads_q = a.heads_kv = 32, a.kv_group = 1;
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 2);
   a.heads_q = a.heads_kv = 64;
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 2);
-  EXPECT_TRUE(sm90::takes_decode_path(a, 64, 80, true, false)) << "64 heads: 2 chunks, the decode path";
+  EXPECT_TRUE(sm90::takes_decode_path(a, 64, 80, true, false, unmerged)) << "64 heads: 2 chunks, the decode path";
   a.heads_q = a.heads_kv = 128;
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 1);
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).splits, 1);

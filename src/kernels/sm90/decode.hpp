@@ -36,22 +36,25 @@ namespace dhp::sm90 {
 // an H100 / H200. A constant, not the device's SM count, so that a shape
 // gets the same chunks (and bits) on every GPU.
 constexpr int64_t kDecodeUnitsTarget = 128;
-// Half that where the decode kernel cannot merge a tile's chunks itself
-// (D256: no merging units, decode_local.cuh), so that every chunk is a
-// unit, a partial and the combine's input whatever the batch. Longer
-// chunks give the batch fewer, longer units in fewer rounds, and one batch
-// entry's 64 units still draw nearly the bandwidth of 128: H200, GQA 32/8
-// S_q 1 S_k 8192 D256 (docs/perf-log.md, session 45), 13-tile chunks (64
-// units per entry) against 7 (120): B1 24.8 against 23.9 us, B8 131.6
-// against 140.8, B16 256.7 / 268.7, B32 509.4 / 523.4. At 32 units per
-// entry B1 lost 45-80 % (S_k 2048-4096, 13-tile chunks), which the
-// kDecodeMinChunkTiles floor keeps away at short S_k. The trade, measured
-// over S_k 4096-16384 (session 45): B8-B32 1-7 % faster (S_k 4096 B8 71.7
-// against 76.6 us, FA2 72.8), B1 4-7 % slower (15.2 against 14.5; cuDNN
-// 22.2), the chunks being a function of the shape alone (G5).
-constexpr int64_t kDecodeUnitsTargetUnmerged = 64;
-inline int64_t decode_units_target(bool merging_units) {
-  return merging_units ? kDecodeUnitsTarget : kDecodeUnitsTargetUnmerged;
+// Half that at D = 256, on either decode kernel: a key there carries twice
+// D128's bytes, so the same units move twice the data. Longer chunks give
+// the batch fewer, longer units in fewer rounds, and one batch entry's 64
+// units still draw nearly the bandwidth of 128. Measured on an H200, GQA
+// 32/8 S_q 1 D256 (docs/perf-log.md):
+// - the 64-row kernel (80-key tiles, session 45), S_k 8192 13-tile chunks
+//   (64 units per entry) against 7 (120): B1 24.8 against 23.9 us, B8
+//   131.6 against 140.8, B32 509.4 / 523.4; over S_k 4096-16384 B8-B32 1-7 %
+//   faster, B1 4-7 % slower;
+// - the narrow kernel (64-key tiles, session 46), 64 units against 128: B1
+//   S_k 4096 12.8 against 13.8 us, B8 68.6 against 72.2 (FA2 70.5), B16
+//   132.2 / 138.2, B8 S_k 8192 126.9 / 130.6, B32 level (merging units).
+// At 32 units per entry B1 lost 45-80 % (S_k 2048-4096, the 64-row
+// kernel's 13-tile chunks), which the kDecodeMinChunkTiles floor keeps away
+// at short S_k. The head dim is public: the chunks are a function of the
+// shape alone (G5).
+constexpr int64_t kDecodeUnitsTargetD256 = 64;
+inline int64_t decode_units_target(int head_dim) {
+  return head_dim >= 256 ? kDecodeUnitsTargetD256 : kDecodeUnitsTarget;
 }
 // The fewest key tiles per chunk: a unit's fixed cost (Q load, the
 // pipeline's fill and drain, the epilogue) spread over at least this many.
@@ -175,10 +178,9 @@ constexpr int32_t kDecodeMinKeysUnshared = 4096;
 // default chunking (DHP_SM90_DECODE_CHUNK is an A/B knob of the launcher,
 // not seen here).
 inline bool takes_decode_path(const kernels::ForwardArgs& a, int block_m, int block_n, bool pack_sq,
-                              bool merging_units) {
+                              bool merging_units, int64_t units_target = kDecodeUnitsTarget) {
   if (a.seqlen_q < 1 || a.seqlen_q > decode_max_seqlen_q(a, block_m, pack_sq, merging_units)) return false;
-  const DecodePlan p =
-      decode_plan(a, block_m, block_n, 0, pack_sq, kDecodeMinChunkTiles, decode_units_target(merging_units));
+  const DecodePlan p = decode_plan(a, block_m, block_n, 0, pack_sq, kDecodeMinChunkTiles, units_target);
   const int64_t packed_tiles = (static_cast<int64_t>(p.rows) + block_m - 1) / block_m;
   const int64_t own_tiles = p.q_pack * ((static_cast<int64_t>(a.seqlen_q) + block_m - 1) / block_m);
   if (2 * packed_tiles <= own_tiles) return true;

@@ -305,7 +305,7 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
       decode_plan(call, BM, BN, chunk_env != nullptr ? std::atoi(chunk_env) : 0, decode_packs_sq<Traits>(),
                   min_chunk_env != nullptr ? std::atoi(min_chunk_env) : kDecodeMinChunkTiles,
                   units_env != nullptr ? std::max(1, std::atoi(units_env))
-                                       : decode_units_target(Traits::kMergeChunks || Traits::kNarrow));
+                                       : decode_units_target(D));
   kernels::ForwardArgs a = decode_args(call, plan);
   // The decode path copies V before the attention, never beside it; the
   // narrow kernel's producer has no wait on the copy's counters
@@ -468,7 +468,7 @@ cudaError_t launch_by_shape(const kernels::ForwardArgs& a, cudaStream_t s) {
   const bool decode_shape = decode_env != nullptr
                                 ? a.seqlen_q <= std::atoi(decode_env)
                                 : takes_decode_path(a, Decode::kBlockM, Decode::kBlockN, decode_packs_sq<Decode>(),
-                                                    Decode::kMergeChunks);
+                                                    Decode::kMergeChunks, decode_units_target(D));
   if (decode_shape) {
     // At most 8 rows per tile (S_q = 1, or S_q > 1 with at most 8 rows):
     // the narrow decode kernel (decode_narrow.cuh; decode.hpp,
