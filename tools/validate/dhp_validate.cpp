@@ -399,12 +399,14 @@ int run_sanitize() {
       // The decode path (sm90/decode.hpp, S_q = 1): chunks of the key range
       // as work units, fp32 partials, the combine; GQA packed (66 heads on
       // one kv head: two query blocks), V's copy before it; MHA unpacked;
-      // every head dim (D = 64 since session 38). The first and the D64 one
-      // run the narrow decode kernel (at most 8 rows, decode_narrow.cuh),
-      // the 66 heads the 64-row one.
+      // every head dim (D = 64 since session 38). All but the 66 heads
+      // (the 64-row kernel) run the narrow decode kernel (at most 8 rows,
+      // decode_narrow.cuh; D = 256 since session 46, 64-key tiles: MHA one
+      // row, GQA 12/3 four, secret lengths, V's copy before it).
       {DType::kFloat16, 2, 8, 2, 1, 700, 128, true, LengthMode::kSeparate, true},
       {DType::kBFloat16, 2, 66, 1, 1, 1000, 128, false, LengthMode::kSeparate, false},
       {DType::kBFloat16, 3, 4, 4, 1, 333, 256, false, LengthMode::kNone, true},
+      {DType::kFloat16, 2, 12, 3, 1, 1500, 256, false, LengthMode::kSeparate, true},
       {DType::kFloat16, 2, 16, 4, 1, 1100, 64, false, LengthMode::kSeparate, true},
       // S_q > 1 on the decode path (decode.hpp, decode_max_seqlen_q), the
       // causal mask kept: GQA packed as rows s q_pack + g (28 rows; 160

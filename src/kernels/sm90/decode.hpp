@@ -45,9 +45,12 @@ constexpr int64_t kDecodeUnitsTarget = 128;
 //   (64 units per entry) against 7 (120): B1 24.8 against 23.9 us, B8
 //   131.6 against 140.8, B32 509.4 / 523.4; over S_k 4096-16384 B8-B32 1-7 %
 //   faster, B1 4-7 % slower;
-// - the narrow kernel (64-key tiles, session 46), 64 units against 128: B1
-//   S_k 4096 12.8 against 13.8 us, B8 68.6 against 72.2 (FA2 70.5), B16
-//   132.2 / 138.2, B8 S_k 8192 126.9 / 130.6, B32 level (merging units).
+// - the narrow kernel (64-key tiles, session 46), 64 units against 128,
+//   two A/B runs: B8 S_k 4096 68.4-68.6 against 71.6-72.2 us (FA2
+//   70.0-70.5), B16 129.5-132.2 / 136.1-138.2, B8 S_k 8192 126.3-126.9 /
+//   130.6-130.7, S_q 2 B8 69.8-69.9 / 73.5-73.8; B1 level (S_k 4096
+//   12.8-13.9 / 13.8-14.0; MHA 32/32 36.5 / 34.6), B32 level (merging
+//   units).
 // At 32 units per entry B1 lost 45-80 % (S_k 2048-4096, the 64-row
 // kernel's 13-tile chunks), which the kDecodeMinChunkTiles floor keeps away
 // at short S_k. The head dim is public: the chunks are a function of the
