@@ -100,29 +100,29 @@ TEST(Decode, PlanIsBatchFreeAndChunksCoverTheKeyRangeOnce) {
 TEST(Decode, D256PlanAimsAtHalfTheUnits) {
   ForwardArgs a{};
   a.seqlen_q = 1, a.heads_q = 32, a.heads_kv = 8, a.kv_group = 4, a.batch = 5;
-  const int64_t unmerged = sm90::decode_units_target(256);
-  EXPECT_EQ(unmerged, 64);
+  const int64_t d256 = sm90::decode_units_target(256);
+  EXPECT_EQ(d256, 64);
   EXPECT_EQ(sm90::decode_units_target(128), 128);
   EXPECT_EQ(sm90::decode_units_target(64), 128);
   struct Row { int32_t sk, chunk, splits; };
   for (const Row& r : {Row{2048, 4, 7}, Row{4096, 7, 8}, Row{8192, 13, 8}, Row{16384, 26, 8}}) {
     a.seqlen_k = r.sk;
-    const sm90::DecodePlan p = sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged);
+    const sm90::DecodePlan p = sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, d256);
     EXPECT_EQ(p.split_key_tiles, r.chunk) << r.sk;
     EXPECT_EQ(p.splits, r.splits) << r.sk;
   }
   a.seqlen_k = 4096;
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).split_key_tiles, 4) << "the merged target: 13 chunks of 4";
-  EXPECT_EQ(sm90::decode_plan(a, 64, 64, 0, true, sm90::kDecodeMinChunkTiles, unmerged).split_key_tiles, 8)
+  EXPECT_EQ(sm90::decode_plan(a, 64, 64, 0, true, sm90::kDecodeMinChunkTiles, d256).split_key_tiles, 8)
       << "the narrow kernel: 8 chunks of 8";
   EXPECT_EQ(sm90::decode_plan(a, 64, 64, 0, true).split_key_tiles, 4) << "the 128-unit target: 16 chunks of 4";
   a.heads_q = a.heads_kv = 32, a.kv_group = 1;
-  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 2);
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, d256).splits, 2);
   a.heads_q = a.heads_kv = 64;
-  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 2);
-  EXPECT_TRUE(sm90::takes_decode_path(a, 64, 80, true, false, unmerged)) << "64 heads: 2 chunks, the decode path";
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, d256).splits, 2);
+  EXPECT_TRUE(sm90::takes_decode_path(a, 64, 80, true, false, d256)) << "64 heads: 2 chunks, the decode path";
   a.heads_q = a.heads_kv = 128;
-  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, unmerged).splits, 1);
+  EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true, sm90::kDecodeMinChunkTiles, d256).splits, 1);
   EXPECT_EQ(sm90::decode_plan(a, 64, 80, 0, true).splits, 1);
 }
 

@@ -114,8 +114,8 @@ LARGE = "--dtype bf16 --batch 2 --heads 16 --seqlen 2048 --head-dim 128 --length
 SMALL_DENSE = "--dtype fp16 --batch 1 --heads 8 --seqlen 512 --head-dim 64"
 DECODE = "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 1 --seqlen-k 8192 --head-dim 128 --lengths separate"
 DECODE_D64 = DECODE.replace("--head-dim 128", "--head-dim 64")  # the D64 decode kernel (session 38)
-# D256: 4 rows per tile, so the narrow (16-row) kernel with 64-key tiles
-# where DHP_SM90_NARROW256=1 (session 46), the 64-row one otherwise.
+# D256: 4 rows per tile, so the narrow decode kernel with 64-key tiles
+# (the default since session 46; DHP_SM90_NARROW256=0: the 64-row one).
 DECODE_D256 = DECODE.replace("--head-dim 128", "--head-dim 256")
 # Checking 8 drafted tokens: GQA packed as 32 rows, the causal mask on row >> 2.
 DRAFTED = "--dtype fp16 --batch 2 --heads 32 --heads-kv 8 --seqlen 8 --seqlen-k 8192 --head-dim 128 --causal --lengths separate"
