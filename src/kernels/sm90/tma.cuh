@@ -122,3 +122,43 @@ namespace dhp::sm90::pdl {
 __device__ __forceinline__ void wait_for_previous_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void allow_next_grid() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 }  // namespace dhp::sm90::pdl
+
+namespace dhp::sm90::cluster {
+// Thread-block clusters (the decode kernel's cluster units,
+// decode_cluster.cuh). A 1-D grid launched in clusters of C CTAs: CTA
+// blockIdx.x has rank blockIdx.x % C in its cluster. Every address and rank
+// here is public (block indices, the schedule's round).
+
+// All threads: this CTA's barriers are initialised (release), so that the
+// other CTAs of the cluster may arrive on them once they have waited.
+__device__ __forceinline__ void sync_arrive() { cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release); }
+// Waits until every thread of the cluster has called sync_arrive.
+__device__ __forceinline__ void sync_wait() { cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire); }
+
+// Orders this thread's earlier memory writes (the partials in global
+// memory) before a later release by any thread of its CTA that follows a
+// CTA barrier: cluster scope, so that another CTA of the cluster that
+// acquires the arrival reads them.
+__device__ __forceinline__ void fence_writes() { cuda::ptx::fence(cuda::ptx::sem_acq_rel, cuda::ptx::scope_cluster); }
+
+// One arrival, with release semantics at cluster scope, on the mbarrier at
+// `bar` (this CTA's shared-memory address) in the shared memory of the
+// cluster's CTA `rank` (mapa: the same offset in that CTA's window).
+__device__ __forceinline__ void arrive_at(const uint64_t* bar, uint32_t rank) {
+  const uint32_t local = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+// Blocks until the phase with parity `phase` of this CTA's barrier has
+// completed, acquiring (cluster scope) what the arriving CTAs released;
+// the suspend-time hint as in tma::wait<true>, so that the loop normally
+// turns once.
+__device__ __forceinline__ void wait_acquire(uint64_t* bar, uint32_t phase) {
+  constexpr uint32_t kSuspendNs = 10000000;
+  while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, phase,
+                                              kSuspendNs)) {
+  }
+}
+}  // namespace dhp::sm90::cluster
