@@ -80,16 +80,6 @@ struct ForwardArgs {
   // and writes O and lse; no partials, no combine. The launcher's choice
   // (public: it may follow the batch size, since the bits are the same).
   int32_t decode_local;
-  // > 1 (split units only, the narrow decode kernel): cluster units. The
-  // grid is launched in clusters of `decode_cluster` CTAs (2, 4 or 8, a
-  // divisor of kv_splits); a cluster takes one query tile per round, each
-  // of its CTAs kv_splits / decode_cluster consecutive chunks, whose
-  // partials it writes as split units do; one CTA of the cluster (public:
-  // the round's index) then merges the tile's chunks as the combine kernel
-  // does (sm90/decode_cluster.cuh), so no combine kernel runs. The
-  // launcher's choice (public: it may follow the batch and the device,
-  // since the bits are the combine's). 0 or 1: no clusters.
-  int32_t decode_cluster;
 };
 static_assert(__builtin_offsetof(ForwardArgs, schedule) == 200, "public_pointers.audit names this offset");
 static_assert(__builtin_offsetof(ForwardArgs, v_ready) == 216, "public_pointers.audit names this offset");

@@ -278,43 +278,36 @@ TEST(Decode, NarrowD256MergingUnitsMatchSplitUnitsBitwise) {
   }
 }
 
-// One batch of B under two settings of one launcher knob (read at every
-// call), split units forced: o and lse must agree bit for bit, both fully
-// written. The comparison can fail: a changed V element must change o.
-void expect_settings_agree(const Shape& s, int64_t B, const char* knob, const char* first, const char* second) {
+// The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against its
+// PDL launch (=1; by default combine_with_pdl, decode.hpp, picks one), split
+// units forced: the same kernel on the same partials, so o and lse must
+// agree bit for bit, both fully written. The comparison can fail: a changed
+// V element must change o.
+void expect_combine_modes_agree(const Shape& s) {
+  constexpr int64_t B = 3;
   const Batch in = random_batch(s, B, 1);
   LocalSetting split("0");
-  Out a;
+  Out pdl;
   {
-    EnvSetting one(knob, first);
-    a = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
+    EnvSetting with_pdl("DHP_SM90_COMBINE_PDL", "1");
+    pdl = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
   }
-  Out b;
+  Out ordered;
   {
-    EnvSetting two(knob, second);
-    b = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
+    EnvSetting no_pdl("DHP_SM90_COMBINE_PDL", "0");
+    ordered = decode(s, B, in.q.data(), in.k.data(), in.v.data(), in.lk);
   }
-  const Comparison c = compare(a, b);
-  const std::string what = std::string(knob) + "=" + second + " against " + first;
+  const Comparison c = compare(pdl, ordered);
   EXPECT_EQ(c.unwritten, 0) << "seed " << in.seed;
-  EXPECT_EQ(c.o_diff, 0) << "o: " << what << " (seed " << in.seed << ")";
-  EXPECT_EQ(c.lse_diff, 0) << "lse: " << what << " (seed " << in.seed << ")";
+  EXPECT_EQ(c.o_diff, 0) << "o: the combine in stream order against PDL (seed " << in.seed << ")";
+  EXPECT_EQ(c.lse_diff, 0) << "lse: the combine in stream order against PDL (seed " << in.seed << ")";
   // Key 1 of sequence 1, whose length (0.7 S_k + 3, random_batch) keeps it.
   std::vector<uint16_t> v1 = in.v;
   const int64_t at = s.sk * s.hkv * s.d + s.hkv * s.d;
   v1[at] = to_bits(from_bits(v1[at], s.dt) + 8.0f, s.dt);
-  Out changed;
-  {
-    EnvSetting two(knob, second);
-    changed = decode(s, B, in.q.data(), in.k.data(), v1.data(), in.lk);
-  }
-  EXPECT_GT(compare(changed, a).o_diff, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << in.seed << ")";
+  const Out changed = decode(s, B, in.q.data(), in.k.data(), v1.data(), in.lk);
+  EXPECT_GT(compare(changed, pdl).o_diff, 0) << "a changed V left o bitwise equal: the comparison cannot fail (seed " << in.seed << ")";
 }
-
-// The combine launched in stream order (DHP_SM90_COMBINE_PDL=0) against its
-// PDL launch (=1; by default combine_with_pdl, decode.hpp, picks one): the
-// same kernel on the same partials.
-void expect_combine_modes_agree(const Shape& s) { expect_settings_agree(s, 3, "DHP_SM90_COMBINE_PDL", "1", "0"); }
 
 // D128 GQA with secret lengths, D64, and D256 causal (split units only).
 TEST(Decode, CombineInStreamOrderMatchesPdlBitwise) {
@@ -325,36 +318,6 @@ TEST(Decode, CombineInStreamOrderMatchesPdlBitwise) {
     SCOPED_TRACE(label(s));
     expect_combine_modes_agree(s);
   }
-}
-
-// Cluster units (sm90/decode_cluster.cuh: a cluster's CTAs take one query
-// tile's chunks, one of them merges the partials inside the attention
-// kernel) against split units and the combine kernel
-// (DHP_SM90_DECODE_CLUSTER=0): the same partials merged in the same order,
-// so o and lse must agree bit for bit. Each shape's chunk count (decode.hpp,
-// decode_plan) is a multiple of the cluster sizes run on it, so the forced
-// setting takes effect: D128 GQA 32/8 S_k 4000 (8 chunks; secret lengths),
-// D64 GQA 16/4 S_k 4000 (8), D256 GQA 8/2 S_k 3000 (12; secret lengths), D256
-// MHA 16/16 S_k 5000 (4; one row per tile), D256 GQA 8/4 drafting at S_q 4
-// (16 chunks, eight packed rows, causal, secret lengths). B = 5, so that
-// the tiles take several rounds of the clusters on no GPU.
-TEST(Decode, ClusterUnitsMatchSplitUnitsBitwise) {
-  DHP_REQUIRE_GPU();
-  EnvSetting narrow256("DHP_SM90_NARROW256", "1");
-  struct Case {
-    Shape s;
-    std::vector<const char*> clusters;
-  };
-  const Case cases[] = {{{DType::kFloat16, 4000, 32, 8, 128, false, true}, {"2", "4", "8"}},
-                        {{DType::kBFloat16, 4000, 16, 4, 64, false, false}, {"4"}},
-                        {{DType::kFloat16, 3000, 8, 2, 256, false, true}, {"2", "4"}},
-                        {{DType::kBFloat16, 5000, 16, 16, 256, false, false}, {"2"}},
-                        {{DType::kFloat16, 5120, 8, 4, 256, true, true, 4}, {"8"}}};
-  for (const Case& k : cases)
-    for (const char* c : k.clusters) {
-      SCOPED_TRACE(label(k.s) + " cluster " + c);
-      expect_settings_agree(k.s, 5, "DHP_SM90_DECODE_CLUSTER", "0", c);
-    }
 }
 }  // namespace
 }  // namespace dhp::testing

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "kernels/forward_args.hpp"
@@ -396,39 +395,4 @@ TEST(Decode, PathTakenWherePackingOrSplitPays) {
           EXPECT_EQ(merging(decode_shape(B, sq, 32, hkv, sk)), merging(decode_shape(1, sq, 32, hkv, sk)))
               << B << " " << sq << " " << sk;
         }
-}
-
-// Cluster units (scheduler.cuh, cluster_unit; decode_cluster.cuh): every
-// unit (query tile, chunk) of the call goes to exactly one CTA; the units a
-// cluster's CTAs take in one round are all the chunks of one query tile,
-// each CTA's in consecutive order; and a CTA's units grow with r, which the
-// kernels' loops (`while t < total`) rely on. Also with a grid of fewer
-// clusters than tiles (several rounds) and more (the launcher never makes
-// more, but the deal must still stop).
-TEST(Decode, ClusterUnitsDealEveryChunkOnceWithinItsCluster) {
-  struct Case { int32_t tiles, splits, cluster, clusters, m_blocks; };
-  const Case cases[] = {{64, 8, 2, 66, 1}, {64, 8, 4, 33, 1}, {64, 8, 8, 16, 1}, {8, 8, 8, 16, 1},
-                        {24, 16, 4, 7, 1}, {12, 4, 2, 5, 3},  {1, 2, 2, 1, 1}};
-  for (const Case& k : cases) {
-    SCOPED_TRACE("tiles " + std::to_string(k.tiles) + " splits " + std::to_string(k.splits) + " cluster " +
-                 std::to_string(k.cluster) + " clusters " + std::to_string(k.clusters));
-    const int32_t total = k.tiles * k.splits, grid = k.clusters * k.cluster, per_cta = k.splits / k.cluster;
-    std::vector<int> dealt(static_cast<size_t>(total), 0);
-    for (int32_t cta = 0; cta < grid; ++cta) {
-      int32_t prev = -1;
-      for (int32_t r = 0;; ++r) {
-        const int32_t t =
-            sm90::TileScheduler<8, true>::cluster_unit(r, cta, grid, k.cluster, k.splits, k.m_blocks, total);
-        if (t >= total) break;
-        EXPECT_GT(t, prev) << "units grow with r";
-        prev = t;
-        ++dealt[static_cast<size_t>(t)];
-        const int32_t split = (t / k.m_blocks) % k.splits;
-        const int32_t tile = (t / k.m_blocks / k.splits) * k.m_blocks + t % k.m_blocks;
-        EXPECT_EQ(split, (cta % k.cluster) * per_cta + r % per_cta) << "cta " << cta << " r " << r;
-        EXPECT_EQ(tile, (r / per_cta) * k.clusters + cta / k.cluster) << "cta " << cta << " r " << r;
-      }
-    }
-    for (int32_t t = 0; t < total; ++t) EXPECT_EQ(dealt[static_cast<size_t>(t)], 1) << "unit " << t;
-  }
 }

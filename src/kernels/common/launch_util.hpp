@@ -36,58 +36,21 @@ cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device)
 // Launches `kernel` with programmatic dependent launch when `pdl` (the
 // kernel may start while the previous one in the stream finishes; it must
 // wait -- griddepcontrol.wait -- before touching what that kernel writes),
-// else as an ordinary stream launch; in thread-block clusters of `cluster`
-// CTAs along x where `cluster` > 1 (the grid a multiple of it).
+// else as an ordinary stream launch.
 template <typename... Params, typename... Args>
-cudaError_t launch_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                               bool pdl, unsigned cluster, Args&&... args) {
-  cudaLaunchAttribute attr[2];
-  unsigned n = 0;
-  if (pdl) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  if (cluster > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = cluster;
-    attr[n].val.clusterDim.y = 1;
-    attr[n].val.clusterDim.z = 1;
-    ++n;
-  }
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       bool pdl, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attr;
-  config.numAttrs = n;
+  config.numAttrs = pdl ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, static_cast<Args&&>(args)...);
-}
-template <typename... Params, typename... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                       bool pdl, Args&&... args) {
-  return launch_in_clusters(kernel, grid, block, smem, stream, pdl, 1u, static_cast<Args&&>(args)...);
-}
-
-// How many clusters of `cluster` CTAs of `kernel` (`block` threads, `smem`
-// bytes of dynamic shared memory, the cap already raised) the device holds
-// at once; 0 on an error.
-template <typename... Params>
-int max_active_clusters(void (*kernel)(Params...), dim3 block, size_t smem, unsigned cluster) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(cluster);
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  int n = 0;
-  return cudaOccupancyMaxActiveClusters(&n, kernel, &config) == cudaSuccess ? n : 0;
 }
 
 }  // namespace dhp::kernels

@@ -108,21 +108,4 @@ __device__ __forceinline__ uint32_t out_pair(float lo, float hi) {
   return static_cast<uint32_t>(out_bits<T>(lo)) | (static_cast<uint32_t>(out_bits<T>(hi)) << 16);
 }
 
-// A lane's E consecutive output values (E = D / 32 of a row) as T, one
-// 4-, 8- or 16-byte store: the combine kernel's and the cluster units'
-// writer (decode_cluster.cuh).
-template <typename T, int E>
-__device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
-  static_assert(E == 2 || E == 4 || E == 8, "D / 32 elements per lane");
-  uint32_t w[E / 2];
-#pragma unroll
-  for (int i = 0; i < E / 2; ++i) w[i] = out_pair<T>(x[2 * i], x[2 * i + 1]);
-  if constexpr (E == 2)
-    *reinterpret_cast<uint32_t*>(dst) = w[0];
-  else if constexpr (E == 4)
-    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
-  else
-    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
-}
-
 }  // namespace dhp::sm90::chunk_merge

@@ -295,7 +295,6 @@ inline kernels::ForwardArgs decode_args(const kernels::ForwardArgs& a, const Dec
   }
   d.v_zero_band = 0;  // (the tile order and lists: the split scheduler ignores them)
   d.decode_local = 0;  // split units unless the launcher finds the tiles fill the GPU
-  d.decode_cluster = 0;  // no clusters unless the launcher takes cluster units
   return d;
 }
 

@@ -44,7 +44,6 @@
 #include "kernels/forward_args.hpp"
 #include "kernels/sm90/chunk_merge.cuh"
 #include "kernels/sm90/consumer_view.cuh"
-#include "kernels/sm90/decode_cluster.cuh"
 #include "kernels/sm90/decode.hpp"  // DHP_SM90_NARROW_MULTI_SQ
 #include "kernels/sm90/decode_local.cuh"
 #include "kernels/sm90/kernel_traits.cuh"
@@ -398,23 +397,12 @@ __device__ __forceinline__ void run_consumer_loop(SharedStorage<Traits>& st, con
   constexpr int BM = Traits::kBlockM, BN = Traits::kBlockN;
   ScheduledTile cur = scheduled_tile<BM, BN>(args, sched, 0), next;
   uint32_t kv = 0, tc = 0;
-  // Cluster units (decode_cluster.cuh): every CTA of the cluster has
-  // initialised its gather barrier before any arrives on it.
-  if (sched.cluster > 1) cluster::sync_wait();  // public: the launcher's choice
   for (int32_t r = 0; cur.t < sched.total; ++r) {  // public schedule
     auto release_previous_q = [&] {
       if (tc > 0) tma::arrive(&st.q_empty[(tc - 1) % 2]);  // public; the unit's Sᵀ GEMMs read it, none store there
     };
     auto decode_next = [&] { next = scheduled_tile<BM, BN>(args, sched, r + 1); };
     run_unit<Traits>(st, args, cur, wtid, kv, tc, release_previous_q, decode_next);
-    if (sched.cluster > 1) {  // public
-      const decode_cluster::Round round = decode_cluster::round_of(r, sched.splits, sched.cluster);
-      if (round.last_of_tile) {  // public: schedule
-        decode_cluster::hand_in(&st.narrow.gather, round.merger, wtid);
-        if (static_cast<uint32_t>(blockIdx.x) % static_cast<uint32_t>(sched.cluster) == round.merger)  // public
-          decode_cluster::merge_tile<Traits>(st, args, cur.tile, round.phase, wtid);
-      }
-    }
     ++tc;
     cur = next;
   }

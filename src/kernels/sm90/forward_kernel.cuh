@@ -109,15 +109,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       tma::barrier_init(&st.k_empty[s], Traits::kConsumerThreads);
       tma::barrier_init(&st.v_empty[s], Traits::kConsumerThreads);
     }
-    // Cluster units (decode_cluster.cuh): one arrival per CTA of the cluster.
-    if constexpr (Traits::kNarrow) tma::barrier_init(&st.narrow.gather, args.decode_cluster > 1 ? args.decode_cluster : 1);
     tma::barrier_init_fence();
   }
   __syncthreads();
-  // The other CTAs of a cluster arrive on this CTA's gather barrier only
-  // after their consumers' cluster::sync_wait (decode_narrow.cuh).
-  if constexpr (Traits::kNarrow)
-    if (args.decode_cluster > 1) cluster::sync_arrive();  // public: the launcher's choice
   // Programmatic dependent launch (launch.cuh): the set-up above may overlap
   // the previous kernel in the stream; no thread touches global memory an
   // earlier kernel may write before that kernel has completed and its

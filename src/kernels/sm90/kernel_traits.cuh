@@ -373,9 +373,8 @@ struct MergedO<Traits, true> {
 
 // The narrow decode kernel's exchange (decode_narrow.cuh): P of two key
 // tiles as the B operand of Oᵀ += Vᵀ Pᵀ (8 query rows x BN keys, K-major,
-// 128-B swizzle: BN / 64 atoms of 1 KB), the per-warp row maxima and
-// sums the warpgroup reduces through (double-buffered: by tile, by chunk),
-// and the cluster units' gather barrier.
+// 128-B swizzle: BN / 64 atoms of 1 KB), and the per-warp row maxima and
+// sums the warpgroup reduces through (double-buffered: by tile, by chunk).
 template <typename Traits, bool = Traits::kNarrow>
 struct NarrowScratch {};
 template <typename Traits>
@@ -383,9 +382,6 @@ struct NarrowScratch<Traits, true> {
   alignas(1024) uint8_t p[2][8 * Traits::kBlockN * 2];
   float max[2][4][8];
   float sum[2][4][8];
-  // Cluster units (decode_cluster.cuh): the CTAs of the cluster arrive here
-  // once they have written a tile's partials that this CTA merges.
-  alignas(8) uint64_t gather;
 };
 
 // Shared memory: tiles first (1024-B aligned), barriers and lengths, then

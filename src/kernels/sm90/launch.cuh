@@ -361,46 +361,12 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     a.decode_local = local && plan.splits > 1 ? 1 : 0;
     static_assert(sizeof(SharedStorage<Traits>) + 1024 <= Traits::kSmemLimit, "the merged O beside Q and the ring");
   }
-  const int64_t tiles = query_tiles(a, BM);
-  const int64_t units = tiles * (a.decode_local ? 1 : plan.splits);
+  const int64_t units = query_tiles(a, BM) * (a.decode_local ? 1 : plan.splits);
   if (units > INT32_MAX - 1024) return cudaErrorNotSupported;  // + a round of grid in tile_of
-  // Cluster units (decode_cluster.cuh: the narrow kernel's split units
-  // merged inside the kernel by one CTA of each cluster, no combine kernel)
-  // with DHP_SM90_DECODE_CLUSTER=2|4|8 CTAs per cluster where that divides
-  // the chunks and the device holds such clusters (read at every call; 0 or
-  // unset: none). As many clusters as the device holds at once, at most one
-  // per query tile.
-  int cluster = 1;
-  int64_t clusters = 0;
-  if constexpr (Traits::kNarrow) {
-    const char* cluster_env = std::getenv("DHP_SM90_DECODE_CLUSTER");
-    const int want = cluster_env != nullptr ? std::atoi(cluster_env) : 0;
-    if (!a.decode_local && plan.splits > 1 && (want == 2 || want == 4 || want == 8) && plan.splits % want == 0) {
-      static thread_local int queried_device[4] = {-1, -1, -1, -1}, held[4] = {0, 0, 0, 0};
-      const int i = want == 2 ? 1 : want == 4 ? 2 : 3;
-      int device = 0;
-      cudaError_t e = cudaGetDevice(&device);
-      if (e == cudaSuccess && device != queried_device[i]) {
-        e = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
-        if (e != cudaSuccess) return e;
-        held[i] = kernels::max_active_clusters(kernel, dim3(Traits::kThreads), kSmem, static_cast<unsigned>(want));
-        queried_device[i] = device;
-      }
-      if (e != cudaSuccess) return e;
-      if (held[i] > 0) {
-        cluster = want;
-        clusters = std::min<int64_t>(tiles, held[i]);
-      }
-    }
-  }
-  a.decode_cluster = cluster > 1 ? cluster : 0;
-  const int grid = cluster > 1 ? static_cast<int>(clusters * cluster)
-                               : static_cast<int>(std::min<int64_t>(units, static_cast<int64_t>(sms) * per_sm));
+  const int grid = static_cast<int>(std::min<int64_t>(units, static_cast<int64_t>(sms) * per_sm));
   // The ring position counts key tiles in 32 bits (as in launch_attention).
   const int64_t unit_key_tiles = static_cast<int64_t>(plan.split_key_tiles) * (a.decode_local ? plan.splits : 1);
-  const int64_t cta_units =
-      cluster > 1 ? (tiles + clusters - 1) / clusters * (plan.splits / cluster) : (units + grid - 1) / grid;
-  if (cta_units * unit_key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
+  if ((units + grid - 1) / grid * unit_key_tiles > (int64_t{1} << 30)) return cudaErrorNotSupported;
   const bool v_copy = Traits::kHasLengths && a.lens_k != nullptr;
   if (v_copy && static_cast<int64_t>(a.batch) * a.heads_kv > INT32_MAX) return cudaErrorNotSupported;
   // Scratch: partial O, partial lse, then V's copy (256-byte aligned parts).
@@ -441,10 +407,9 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
   if (err == cudaSuccess) {
     err = kernels::ensure_smem_limit(kernel, kSmem, configured_device);  // a no-op after the query
     if (err == cudaSuccess)
-      err = kernels::launch_in_clusters(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true,
-                                        static_cast<unsigned>(cluster), a, tq, tk, tv, to);
+      err = kernels::launch_pdl(kernel, dim3(grid), dim3(Traits::kThreads), kSmem, stream, true, a, tq, tk, tv, to);
   }
-  if (err == cudaSuccess && !a.decode_local && cluster == 1) {  // merging and cluster units wrote O and lse
+  if (err == cudaSuccess && !a.decode_local) {  // merging units wrote O and lse themselves
     CombineArgs c{};
     c.o_partial = a.o_partial;
     c.lse_partial = a.lse_partial;

@@ -50,7 +50,6 @@ struct TileScheduler {
   int32_t order;
   const int32_t* schedule;  // balanced_schedule's lists, or null (public)
   int32_t splits;
-  int32_t cluster;  // CTAs per cluster unit (ForwardArgs::decode_cluster), 1 without
 
   __host__ __device__ explicit TileScheduler(const kernels::ForwardArgs& a)
       : m_blocks(static_cast<int32_t>((a.seqlen_q + BM - 1) / BM)),
@@ -58,25 +57,7 @@ struct TileScheduler {
         total(m_blocks * heads * static_cast<int32_t>(a.batch) * units_per_tile(a)),
         order(SPLIT ? kHeadMajor : a.tile_order),
         schedule(SPLIT ? nullptr : a.schedule),
-        splits(units_per_tile(a)),
-        cluster(SPLIT && !a.decode_local && a.decode_cluster > 1 ? a.decode_cluster : 1) {}
-
-  // Cluster units (ForwardArgs::decode_cluster; `cluster` divides
-  // `splits`): the query tiles are dealt round-robin over the grid / cluster
-  // clusters, one per cluster and round, and the CTA of rank k takes chunks
-  // k * per_cta .. k * per_cta + per_cta - 1 of it (per_cta = splits /
-  // cluster), one unit each, in order. Returns the unit number of the CTA's
-  // r-th unit (as decode() reads it), or `total` past the last round. Host
-  // too (the tests check that every unit is dealt once).
-  __host__ __device__ static int32_t cluster_unit(int32_t r, int32_t cta, int32_t grid, int32_t cluster,
-                                                  int32_t splits, int32_t m_blocks, int32_t total) {
-    const int32_t per_cta = splits / cluster;
-    const int32_t round = r / per_cta;
-    const int32_t tile = round * (grid / cluster) + cta / cluster;
-    if (tile >= total / splits) return total;
-    const int32_t split = (cta % cluster) * per_cta + (r - round * per_cta);
-    return ((tile / m_blocks) * splits + split) * m_blocks + tile % m_blocks;
-  }
+        splits(units_per_tile(a)) {}
 
   // Work units per query tile: one per chunk in the decode kernel's split
   // units; one where a unit merges its own chunks (ForwardArgs::decode_local,
@@ -97,8 +78,6 @@ struct TileScheduler {
   // end. Without: the snake deal, which grows with r.
   __device__ __forceinline__ int32_t tile_of(int32_t r) const {
     const int32_t grid = static_cast<int32_t>(gridDim.x);
-    if (SPLIT && cluster > 1)  // public: the launcher's choice
-      return cluster_unit(r, static_cast<int32_t>(blockIdx.x), grid, cluster, splits, m_blocks, total);
     if (schedule != nullptr) {  // public
       const int32_t begin = __ldg(schedule + blockIdx.x), end = __ldg(schedule + blockIdx.x + 1);
       return r < end - begin ? __ldg(schedule + grid + 1 + begin + r) : total;  // public

@@ -16,6 +16,21 @@ namespace {
 
 constexpr int kWarpsPerBlock = kCombineWarpsPerBlock;  // split_combine.hpp
 
+template <typename T, int E>
+__device__ __forceinline__ void store_row(T* dst, const float (&x)[E]) {
+  // E consecutive elements of 2 bytes: 4, 8 or 16 bytes, one store.
+  static_assert(E == 2 || E == 4 || E == 8, "D / 32 elements per lane");
+  uint32_t w[E / 2];
+#pragma unroll
+  for (int i = 0; i < E / 2; ++i) w[i] = chunk_merge::out_pair<T>(x[2 * i], x[2 * i + 1]);
+  if constexpr (E == 2)
+    *reinterpret_cast<uint32_t*>(dst) = w[0];
+  else if constexpr (E == 4)
+    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+  else
+    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // A lane's E consecutive fp32 values of one partial row (8, 16 or 32 bytes).
 template <int E>
 __device__ __forceinline__ void load_partial(const float* src, float (&x)[E]) {
@@ -70,7 +85,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
 #pragma unroll
   for (int e = 0; e < E; ++e) acc[e] = chunk_merge::out(acc[e], inv_row_l, kept);
   T* out_row = static_cast<T*>(a.o) + b * a.o_stride_batch + s * a.o_stride_seq + h * a.o_stride_head + lane * E;
-  chunk_merge::store_row<T, E>(out_row, acc);
+  store_row<T, E>(out_row, acc);
   if (a.lse != nullptr && lane == 0)  // public
     a.lse[(static_cast<int64_t>(b) * a.heads_q + h) * a.seqlen_q + s] = chunk_merge::lse(row, kept);
 #endif
