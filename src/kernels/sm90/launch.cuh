@@ -426,7 +426,11 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     const char* pdl_env = std::getenv("DHP_SM90_COMBINE_PDL");
     const bool overlap =
         pdl_env != nullptr ? std::atoi(pdl_env) != 0 : combine_with_pdl(units, sms, per_sm, combine_ctas(c));
-    err = launch_split_combine(c, !std::is_same_v<T, __half>, D, overlap, stream);
+    // DHP_SM90_COMBINE_SMEM=N: each combine CTA reserves N bytes of shared
+    // memory (A/B knob, read at every call).
+    const char* smem_env = std::getenv("DHP_SM90_COMBINE_SMEM");
+    const int reserve = smem_env != nullptr ? std::clamp(std::atoi(smem_env), 0, 200 * 1024) : 0;
+    err = launch_split_combine(c, !std::is_same_v<T, __half>, D, overlap, stream, reserve);
   }
   scratch_free(scratch, stream);  // stream-ordered: after the kernels have used it
   return err;

@@ -92,25 +92,32 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
 }
 
 template <typename T, int D>
-cudaError_t launch_typed(const CombineArgs& a, bool overlap, cudaStream_t stream) {
+cudaError_t launch_typed(const CombineArgs& a, bool overlap, cudaStream_t stream, int reserve_smem) {
   // Query rows and batch entries as grid dimensions: at most 65 535 each
   // (the batch by the API's limits, src/api/limits.hpp; S_q by the decode
   // path's, a few rows).
   if (a.seqlen_q > 65535 || a.batch > 65535) return cudaErrorNotSupported;
   const dim3 grid(static_cast<unsigned>((a.heads_q + kWarpsPerBlock - 1) / kWarpsPerBlock),
                   static_cast<unsigned>(a.seqlen_q), static_cast<unsigned>(a.batch));
-  return kernels::launch_pdl(&split_combine<T, D>, grid, dim3(32 * kWarpsPerBlock), 0, stream, overlap, a);
+  if (reserve_smem > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(&split_combine<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, reserve_smem);
+    if (e != cudaSuccess) return e;
+  }
+  return kernels::launch_pdl(&split_combine<T, D>, grid, dim3(32 * kWarpsPerBlock), static_cast<size_t>(reserve_smem),
+                             stream, overlap, a);
 }
 
 }  // namespace
 
-cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, bool overlap, cudaStream_t stream) {
+cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, bool overlap, cudaStream_t stream,
+                                 int reserve_smem) {
   if (head_dim == 64)
-    return bf16 ? launch_typed<__nv_bfloat16, 64>(a, overlap, stream) : launch_typed<__half, 64>(a, overlap, stream);
+    return bf16 ? launch_typed<__nv_bfloat16, 64>(a, overlap, stream, reserve_smem) : launch_typed<__half, 64>(a, overlap, stream, reserve_smem);
   if (head_dim == 128)
-    return bf16 ? launch_typed<__nv_bfloat16, 128>(a, overlap, stream) : launch_typed<__half, 128>(a, overlap, stream);
+    return bf16 ? launch_typed<__nv_bfloat16, 128>(a, overlap, stream, reserve_smem) : launch_typed<__half, 128>(a, overlap, stream, reserve_smem);
   if (head_dim == 256)
-    return bf16 ? launch_typed<__nv_bfloat16, 256>(a, overlap, stream) : launch_typed<__half, 256>(a, overlap, stream);
+    return bf16 ? launch_typed<__nv_bfloat16, 256>(a, overlap, stream, reserve_smem) : launch_typed<__half, 256>(a, overlap, stream, reserve_smem);
   return cudaErrorInvalidValue;
 }
 

@@ -60,6 +60,10 @@ inline int64_t combine_ctas(const CombineArgs& a) {
 // `overlap`: launched with PDL (its CTAs may start while the attention
 // kernel ends; they wait for it before reading the partials); otherwise
 // after it in stream order. The kernel and its bits are the same either way.
-cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, bool overlap, cudaStream_t stream);
+// `reserve_smem`: bytes of dynamic shared memory each CTA reserves and does
+// not use (A/B knob DHP_SM90_COMBINE_SMEM, launch.cuh): fewer of its CTAs
+// share an SM.
+cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, bool overlap, cudaStream_t stream,
+                                 int reserve_smem = 0);
 
 }  // namespace dhp::sm90
