@@ -269,18 +269,26 @@ TEST(Decode, MergingUnitsWhereTilesFillTheGrid) {
 // that hold its CTAs four per SM's worth (decode.hpp, combine_with_pdl):
 // the rows session 44 measured in both launch modes (132 SMs), each with
 // the mode that was faster.
-TEST(Decode, CombineWithPdlOnlyWhereFreeSlotsHoldIt) {
+TEST(Decode, CombineWithPdlWhereItSpreadsOrFreeSlotsHoldIt) {
   EXPECT_TRUE(sm90::combine_with_pdl(64, 132, 1, 8)) << "B1 S_q 1 D128: 8.9 against 9.2 us";
   EXPECT_TRUE(sm90::combine_with_pdl(104, 132, 1, 8)) << "B1 D256: 15.1 against 15.9";
   EXPECT_TRUE(sm90::combine_with_pdl(64, 132, 1, 32)) << "B1 S_q 4 S_k 4096: 11.3 against 12.1";
   EXPECT_TRUE(sm90::combine_with_pdl(128, 132, 1, 8)) << "B1 S_k 32768: 35.5 against 36.0";
   EXPECT_TRUE(sm90::combine_with_pdl(128, 132, 1, 16)) << "B1 S_q 2 S_k 8192: 13.9 against 14.1";
   EXPECT_TRUE(sm90::combine_with_pdl(256, 132, 2, 16)) << "B2 D64 S_k 8192, two CTAs per SM: 26.2 against 27.4";
-  EXPECT_FALSE(sm90::combine_with_pdl(128, 132, 1, 32)) << "B1 S_q 4 S_k 8192: 15.2 against 16.6";
-  EXPECT_FALSE(sm90::combine_with_pdl(512, 132, 1, 64)) << "B8 D128, several rounds: 37.9 against 38.5";
-  EXPECT_FALSE(sm90::combine_with_pdl(832, 132, 1, 64)) << "B8 D256: 76.1 against 80.3";
-  EXPECT_FALSE(sm90::combine_with_pdl(132, 132, 1, 1)) << "no slot free";
+  // At most one combine CTA per SM: PDL with the CTAs spread one to an SM
+  // (session 47), however many rounds the attention units take.
+  EXPECT_TRUE(sm90::combine_with_pdl(512, 132, 1, 64)) << "B8 D128, several rounds: 36.6 against 37.1";
+  EXPECT_TRUE(sm90::combine_with_pdl(512, 132, 1, 64) && sm90::combine_spreads(64, 132));
+  EXPECT_TRUE(sm90::combine_with_pdl(1024, 132, 1, 128)) << "B16 D256: 131.2 against 131.9";
+  EXPECT_TRUE(sm90::combine_with_pdl(132, 132, 1, 1)) << "no slot free, one combine CTA: spread";
+  EXPECT_TRUE(sm90::combine_with_pdl(128, 132, 1, 32)) << "B1 S_q 4 S_k 8192: spread (15.2 against 16.6 unspread)";
+  // More combine CTAs than SMs: session 44's rule.
+  EXPECT_FALSE(sm90::combine_spreads(133, 132));
+  EXPECT_FALSE(sm90::combine_with_pdl(512, 132, 1, 256)) << "several rounds, two combine CTAs per SM";
+  EXPECT_TRUE(sm90::combine_with_pdl(64, 132, 1, 200)) << "one round, 68 SMs free hold 200 at 4 per SM";
   EXPECT_FALSE(sm90::combine_with_pdl(64, 0, 1, 8)) << "no SM count";
+  EXPECT_FALSE(sm90::combine_spreads(8, 0));
 }
 
 // A decode call's public shape: B, S_q, H_q, H_kv, S_k.

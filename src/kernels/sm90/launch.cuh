@@ -46,6 +46,17 @@ inline int sm_count() {
   }
   return count;
 }
+// The current device's opt-in shared memory per block, cached per device.
+inline int smem_optin() {
+  static thread_local int device_cached = -1, bytes = 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (device != device_cached) {
+    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) return 0;
+    device_cached = device;
+  }
+  return bytes;
+}
 
 // The shape the launcher plans by (tile_shape.hpp, planning_shape): a
 // causal call with a secret diagonal is planned as a non-causal one.
@@ -426,10 +437,15 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     const char* pdl_env = std::getenv("DHP_SM90_COMBINE_PDL");
     const bool overlap =
         pdl_env != nullptr ? std::atoi(pdl_env) != 0 : combine_with_pdl(units, sms, per_sm, combine_ctas(c));
-    // DHP_SM90_COMBINE_SMEM=N: each combine CTA reserves N bytes of shared
-    // memory (A/B knob, read at every call).
+    // Where it has at most one CTA per SM, each reserves kCombineSpreadSmem
+    // of shared memory (combine_spreads, decode.hpp) so that no two share
+    // an SM; DHP_SM90_COMBINE_SMEM=N reserves N bytes instead (A/B knob,
+    // read at every call).
     const char* smem_env = std::getenv("DHP_SM90_COMBINE_SMEM");
-    const int reserve = smem_env != nullptr ? std::clamp(std::atoi(smem_env), 0, 200 * 1024) : 0;
+    const int wanted = smem_env != nullptr ? std::clamp(std::atoi(smem_env), 0, kCombineSpreadSmem)
+                       : overlap && combine_spreads(combine_ctas(c), sms) ? kCombineSpreadSmem
+                                                                           : 0;
+    const int reserve = std::min(wanted, smem_optin());
     err = launch_split_combine(c, !std::is_same_v<T, __half>, D, overlap, stream, reserve);
   }
   scratch_free(scratch, stream);  // stream-ordered: after the kernels have used it

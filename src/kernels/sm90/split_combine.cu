@@ -113,11 +113,14 @@ cudaError_t launch_typed(const CombineArgs& a, bool overlap, cudaStream_t stream
 cudaError_t launch_split_combine(const CombineArgs& a, bool bf16, int head_dim, bool overlap, cudaStream_t stream,
                                  int reserve_smem) {
   if (head_dim == 64)
-    return bf16 ? launch_typed<__nv_bfloat16, 64>(a, overlap, stream, reserve_smem) : launch_typed<__half, 64>(a, overlap, stream, reserve_smem);
+    return bf16 ? launch_typed<__nv_bfloat16, 64>(a, overlap, stream, reserve_smem)
+                : launch_typed<__half, 64>(a, overlap, stream, reserve_smem);
   if (head_dim == 128)
-    return bf16 ? launch_typed<__nv_bfloat16, 128>(a, overlap, stream, reserve_smem) : launch_typed<__half, 128>(a, overlap, stream, reserve_smem);
+    return bf16 ? launch_typed<__nv_bfloat16, 128>(a, overlap, stream, reserve_smem)
+                : launch_typed<__half, 128>(a, overlap, stream, reserve_smem);
   if (head_dim == 256)
-    return bf16 ? launch_typed<__nv_bfloat16, 256>(a, overlap, stream, reserve_smem) : launch_typed<__half, 256>(a, overlap, stream, reserve_smem);
+    return bf16 ? launch_typed<__nv_bfloat16, 256>(a, overlap, stream, reserve_smem)
+                : launch_typed<__half, 256>(a, overlap, stream, reserve_smem);
   return cudaErrorInvalidValue;
 }
 
