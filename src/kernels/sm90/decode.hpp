@@ -233,15 +233,17 @@ inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
 //    configuration) 26.2 against 27.4; and where much is free, B1 S_q 1
 //    D128 8.9 against 9.2, D256 15.1 against 15.9.
 // Between 4 and 8 per SM is unmeasured.
-// Where the combine has at most one CTA per SM it is now launched with PDL
-// whatever the attention grid, its CTAs spread one to an SM
-// (combine_spreads below): that removes the pile-up, and what is left of
-// stream order is its dependent launch. Session 47 (H200, us per call,
+// Where the combine has at most one CTA per SM (combine_spreads) it is now
+// launched with PDL whatever the attention grid, its CTAs spread one to an
+// SM (kCombineSpreadSmem below): that removes the pile-up, and what is left
+// of stream order is its dependent launch. Session 47 (H200, us per call,
 // PDL with the spread against stream order): B8 GQA 32/8 S_k 4096 D128
 // 36.6 against 37.1 (cuDNN 37.3), D64 20.6 against 21.6 (21.3), D256 67.9
 // against 68.7, D256 S_k 2048 38.1 against 38.8, B16 D256 131.2 against
 // 131.9; where PDL was already taken level or better (B1 D128 / D256 9.2 /
-// 13.1 both, B2 D64 S_k 8192 13.3 against 13.5). Public: the unit count,
+// 13.1 both, B2 D64 S_k 8192 13.3 against 13.5); B1 S_q 4 S_k 8192 D128
+// (32 combine CTAs, stream order by the rule above) 14.9 against 15.6.
+// Public: the unit count,
 // the device's SMs and the shape (the combine's grid). Both modes give the
 // same bits (Decode.CombineInStreamOrderMatchesPdlBitwise), so the batch
 // may decide.
@@ -253,7 +255,7 @@ inline bool combine_with_pdl(int64_t units, int sms, int per_sm, int64_t combine
 }
 // The shared memory each combine CTA reserves (and never uses) where it
 // spreads: more than half an SM's 228 KB, so that no two share an SM and
-// none sits beside an attention CTA (the largest, ~200 KB, leaves less).
+// none sits beside a decode CTA (100-200 KB each leave less room).
 // Under PDL the combine's CTAs are placed as SMs free up; 128-thread CTAs
 // with no shared memory piled up 8-16 to an SM there and ran their merge
 // on a few SMs (B8 D256 80.3 us against 76.1 in stream order, session 44;

@@ -99,9 +99,16 @@ cudaError_t launch_typed(const CombineArgs& a, bool overlap, cudaStream_t stream
   if (a.seqlen_q > 65535 || a.batch > 65535) return cudaErrorNotSupported;
   const dim3 grid(static_cast<unsigned>((a.heads_q + kWarpsPerBlock - 1) / kWarpsPerBlock),
                   static_cast<unsigned>(a.seqlen_q), static_cast<unsigned>(a.batch));
+  // The dynamic shared-memory cap past 48 KB: raised once per device to
+  // the largest reservation asked for (a driver call, not per launch).
+  static thread_local int capped_device = -1, cap = 48 * 1024;
+  int device = 0;
   if (reserve_smem > 48 * 1024) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(&split_combine<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, reserve_smem);
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess && (device != capped_device || reserve_smem > cap)) {
+      e = cudaFuncSetAttribute(&split_combine<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, reserve_smem);
+      if (e == cudaSuccess) capped_device = device, cap = reserve_smem;
+    }
     if (e != cudaSuccess) return e;
   }
   return kernels::launch_pdl(&split_combine<T, D>, grid, dim3(32 * kWarpsPerBlock), static_cast<size_t>(reserve_smem),
