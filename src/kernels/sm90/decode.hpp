@@ -243,10 +243,9 @@ inline bool merging_units_pay(int64_t tiles, int32_t splits, int sms) {
 // 131.9; where PDL was already taken level or better (B1 D128 / D256 9.2 /
 // 13.1 both, B2 D64 S_k 8192 13.3 against 13.5); B1 S_q 4 S_k 8192 D128
 // (32 combine CTAs, stream order by the rule above) 14.9 against 15.6.
-// Public: the unit count,
-// the device's SMs and the shape (the combine's grid). Both modes give the
-// same bits (Decode.CombineInStreamOrderMatchesPdlBitwise), so the batch
-// may decide.
+// Public: the unit count, the device's SMs and the shape (the combine's
+// grid). Both modes give the same bits
+// (Decode.CombineInStreamOrderMatchesPdlBitwise), so the batch may decide.
 inline bool combine_spreads(int64_t combine_ctas, int sms) { return sms > 0 && combine_ctas <= sms; }
 inline bool combine_with_pdl(int64_t units, int sms, int per_sm, int64_t combine_ctas) {
   if (combine_spreads(combine_ctas, sms)) return true;

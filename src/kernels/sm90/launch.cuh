@@ -35,28 +35,22 @@ bool make_map(CUtensorMap& m, const void* base, int64_t S, int64_t H, int64_t B,
   return make_bshd_map(m, base, S, H, B, D, s_seq, s_head, s_batch, rows, !std::is_same_v<T, __half>, l2_promotion);
 }
 
-// Streaming multiprocessors of the current device (0 on error), cached per device.
-inline int sm_count() {
-  static thread_local int device_cached = -1, count = 0;
+// An attribute of the current device (0 on error), cached per device.
+template <cudaDeviceAttr kAttr>
+int device_attribute() {
+  static thread_local int device_cached = -1, value = 0;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   if (device != device_cached) {
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&value, kAttr, device) != cudaSuccess) return 0;
     device_cached = device;
   }
-  return count;
+  return value;
 }
-// The current device's opt-in shared memory per block, cached per device.
-inline int smem_optin() {
-  static thread_local int device_cached = -1, bytes = 0;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  if (device != device_cached) {
-    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) return 0;
-    device_cached = device;
-  }
-  return bytes;
-}
+// Streaming multiprocessors of the current device.
+inline int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(); }
+// The current device's opt-in shared memory per block.
+inline int smem_optin() { return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
 
 // The shape the launcher plans by (tile_shape.hpp, planning_shape): a
 // causal call with a secret diagonal is planned as a non-causal one.
