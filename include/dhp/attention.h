@@ -44,6 +44,16 @@ typedef enum dhp_dtype {
   DHP_BFLOAT16 = 1
 } dhp_dtype;
 
+/* Device memory a deadline call writes (dhp_attention_params.time_budget_ns); one per stream in
+ * flight, since calls on one state are ordered by their stream. Zero it once before the first
+ * call; the library never resets `overruns`. */
+typedef struct dhp_deadline_state {
+  uint64_t start_ns;     /* the GPU clock (%globaltimer, ns) when the last call began */
+  uint64_t overruns;     /* calls whose work ended past their deadline (incremented) */
+  uint64_t last_work_ns; /* the last call's work, start to end, before the wait (for calibration:
+                            it follows the inputs' timing, so it is as secret as they are) */
+} dhp_deadline_state;
+
 typedef struct dhp_attention_params {
   int32_t dtype;     /* a dhp_dtype value (a plain integer so that any value a C caller stores is
                         well defined to read and is rejected by validation if unknown) */
@@ -95,6 +105,17 @@ typedef struct dhp_attention_params {
   const int32_t* seqlens_k;
 
   void* stream; /* cudaStream_t; NULL = legacy default stream */
+
+  /* Optional deadline (threat model §8, the power/clock channel). With time_budget_ns > 0 the
+   * call ends on the GPU no earlier than time_budget_ns after it began there: a one-thread kernel
+   * stamps the start before the attention, and another waits after it until start + budget on
+   * the GPU's nanosecond clock. Where the work ends before the deadline (the budget covers the
+   * slowest inputs, e.g. as calibrated with full lengths and random values), the call's duration
+   * no longer follows the SM clock, which a power-limited GPU raises for zero-heavy (short)
+   * inputs. A call whose work ends past the deadline is counted in `overruns` and is not padded:
+   * its duration is the work's. 0: no deadline (deadline_state must be NULL). */
+  int64_t time_budget_ns;              /* 0, or 1 .. 10 000 000 000 (10 s) */
+  dhp_deadline_state* deadline_state;  /* required with a budget: device memory, 8-byte aligned */
 } dhp_attention_params;
 
 /* Fills a params struct for contiguous BSHD tensors with no lengths, no lse,

@@ -10,6 +10,7 @@
 
 #include "dhp/attention.hpp"
 #include "api/make_forward_args.hpp"
+#include "kernels/common/deadline.hpp"
 #include "kernels/forward_args.hpp"
 #include "kernels/sm80/launch.hpp"
 #include "kernels/sm90/launch.hpp"
@@ -130,21 +131,17 @@ Status check_memory(const Params& p, int device) {
     const char* name;
     const void* ptr;
   } all[] = {{"q", p.q},     {"k", p.k},       {"v", p.v},         {"o", p.o},
-             {"lse", p.lse}, {"seqlens", p.seqlens}, {"seqlens_q", p.seqlens_q}, {"seqlens_k", p.seqlens_k}};
+             {"lse", p.lse}, {"seqlens", p.seqlens}, {"seqlens_q", p.seqlens_q}, {"seqlens_k", p.seqlens_k},
+             {"deadline_state", p.deadline_state}};
   for (const auto& a : all)
     if (Status s = check_memory(a.name, a.ptr, device); !s) return s;
   return {};
 }
 
-}  // namespace
-
-Status attention_forward(const Params& p) {
-  Status s = validate(p);
-  if (!s) return s;
-  int major = 0, device = 0;
-  if (!(s = current_device_cc(&major, &device))) return s;
-  if (!(s = check_memory(p, device))) return s;
-
+// The call's kernels on a validated call: the Hopper kernels on cc 9.0, the
+// portable ones elsewhere (and where the Hopper kernels refuse a call).
+Status launch_attention(const Params& p, int major) {
+  (void)major;  // read only where the build has the Hopper kernels
   const kernels::ForwardArgs a = make_forward_args(p);
   const bool has_lengths = a.lens_q != nullptr || a.lens_k != nullptr;
   const auto stream = static_cast<cudaStream_t>(p.stream);
@@ -181,6 +178,29 @@ Status attention_forward(const Params& p) {
 #endif
   const cudaError_t err = kTable[dtype_index][dim_index](a, has_lengths, stream);
   if (err != cudaSuccess) return cuda_failure("kernel launch", err);
+  return {};
+}
+
+}  // namespace
+
+Status attention_forward(const Params& p) {
+  Status s = validate(p);
+  if (!s) return s;
+  int major = 0, device = 0;
+  if (!(s = current_device_cc(&major, &device))) return s;
+  if (!(s = check_memory(p, device))) return s;
+  if (p.time_budget_ns == 0) return launch_attention(p, major);
+
+  // A deadline call (kernels/common/deadline.hpp): the start stamped before
+  // the call's first kernel, the wait after its last, all in stream order.
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  if (const cudaError_t e = kernels::launch_deadline_start(p.deadline_state, stream); e != cudaSuccess)
+    return cuda_failure("deadline start launch", e);
+  if (!(s = launch_attention(p, major))) return s;
+  if (const cudaError_t e =
+          kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns), stream);
+      e != cudaSuccess)
+    return cuda_failure("deadline wait launch", e);
   return {};
 }
 

@@ -19,5 +19,9 @@ inline constexpr int64_t kStrideMultiple = 8;  // elements (16 bytes of 16-bit d
 // The kernels take the softmax scale times log2(e) as one fp32 value (the
 // exp2 domain), so a scale is valid only while that product is finite.
 inline constexpr double kLog2e = 1.4426950408889634;
+// A deadline call holds its stream until start + budget: 10 s is far above
+// any attention call, and a budget given in the wrong unit (µs or ms read as
+// ns the other way round) is refused instead of stalling the GPU for hours.
+inline constexpr int64_t kMaxTimeBudgetNs = int64_t{10} * 1000 * 1000 * 1000;
 
 }  // namespace dhp::limits

@@ -206,11 +206,25 @@ Status validate(const Params& p_ref) {
     if (l.ptr != nullptr && !aligned(l.ptr, 4))
       return fail(DHP_ERROR_INVALID_ARGUMENT, std::string(l.name) + ": pointer must be 4-byte aligned");
 
+  if (p->time_budget_ns < 0 || p->time_budget_ns > limits::kMaxTimeBudgetNs)
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "time_budget_ns: must be 0 (no deadline) or 1 .. " +
+                                                str(limits::kMaxTimeBudgetNs) + " ns (got " +
+                                                str(p->time_budget_ns) + ")");
+  if (p->time_budget_ns > 0 && p->deadline_state == nullptr)
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "deadline_state: required when time_budget_ns > 0 (device memory "
+                                            "for the call's start time and overrun count)");
+  if (p->time_budget_ns == 0 && p->deadline_state != nullptr)
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "deadline_state: given without a deadline (time_budget_ns is 0)");
+  if (p->deadline_state != nullptr && !aligned(p->deadline_state, 8))
+    return fail(DHP_ERROR_INVALID_ARGUMENT, "deadline_state: pointer must be 8-byte aligned");
+
   std::vector<Range> inputs = {range("q", p->q, q_bytes), range("k", p->k, k_bytes), range("v", p->v, v_bytes)};
   for (const auto& l : lens)
     if (l.ptr != nullptr) inputs.push_back(range(l.name, l.ptr, B * 4));
   std::vector<Range> outputs = {range("o", p->o, o_bytes)};
   if (p->lse != nullptr) outputs.push_back(range("lse", p->lse, B * p->heads_q * p->seqlen_q * 4));  // [B, H_q, S_q]
+  if (p->deadline_state != nullptr)
+    outputs.push_back(range("deadline_state", p->deadline_state, sizeof(dhp_deadline_state)));
   if (!(s = check_no_wrap(inputs)) || !(s = check_no_wrap(outputs))) return s;
   return check_outputs_alias_nothing(outputs, inputs);
 }

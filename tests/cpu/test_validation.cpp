@@ -19,6 +19,11 @@ namespace {
 const void* fake(uintptr_t addr) { return reinterpret_cast<const void*>(addr); }
 void* fake_mut(uintptr_t addr) { return reinterpret_cast<void*>(addr); }
 const int32_t* fake_lens(uintptr_t addr) { return reinterpret_cast<const int32_t*>(addr); }
+dhp_deadline_state* fake_state(uintptr_t addr) { return reinterpret_cast<dhp_deadline_state*>(addr); }
+void set_deadline(dhp::Params& p, int64_t budget_ns, uintptr_t state) {
+  p.time_budget_ns = budget_ns;
+  p.deadline_state = fake_state(state);
+}
 
 // Fake tensor bases 2^40 bytes apart: no tensor of any case below spans
 // that much, so the baseline's outputs overlap nothing (validation checks).
@@ -180,6 +185,21 @@ const BadCase kBadCases[] = {
     {"seqlens_misaligned", [](auto& p) { p.seqlens = fake_lens(0x60002); }, kInvalid, {"seqlens: pointer", "4-byte"}},
     {"seqlens_q_misaligned", [](auto& p) { p.seqlens_q = fake_lens(0x60001); }, kInvalid, {"seqlens_q: pointer", "4-byte"}},
     {"seqlens_k_misaligned", [](auto& p) { p.seqlens_k = fake_lens(0x60003); }, kInvalid, {"seqlens_k: pointer", "4-byte"}},
+    // The deadline (threat model §8): a budget in range, with a state, and
+    // the state like any other output.
+    {"time_budget_negative", [](auto& p) { set_deadline(p, -1, 0x70000); }, kInvalid, {"time_budget_ns", "got -1"}},
+    {"time_budget_above_10s", [](auto& p) { set_deadline(p, 10'000'000'001, 0x70000); }, kInvalid,
+     {"time_budget_ns", "10000000000", "got 10000000001"}},
+    {"time_budget_without_state", [](auto& p) { set_deadline(p, 100'000, 0); }, kInvalid,
+     {"deadline_state", "required", "time_budget_ns > 0"}},
+    {"state_without_time_budget", [](auto& p) { set_deadline(p, 0, 0x70000); }, kInvalid,
+     {"deadline_state", "time_budget_ns is 0"}},
+    {"state_misaligned", [](auto& p) { set_deadline(p, 100'000, 0x70004); }, kInvalid,
+     {"deadline_state: pointer", "8-byte"}},
+    {"state_inside_o", [](auto& p) { set_deadline(p, 100'000, kO + 4096); }, kInvalid, {"overlaps deadline_state"}},
+    {"state_inside_k", [](auto& p) { set_deadline(p, 100'000, kK + 8); }, kInvalid, {"deadline_state:", "overlaps k"}},
+    {"state_over_seqlens", [](auto& p) { p.seqlens = fake_lens(0x70010); set_deadline(p, 100'000, 0x70000); },
+     kInvalid, {"deadline_state:", "overlaps seqlens"}},
 };
 
 // gtest prints the case name instead of the struct's bytes.
@@ -244,6 +264,12 @@ const GoodCase kGoodCases[] = {
     {"batch_at_limit", [](auto& p) { p.batch = 65535; }},
     {"heads_at_limit", [](auto& p) { p.heads_q = p.heads_kv = 65535; contiguous(p); }},
     {"seqlen_at_limit", [](auto& p) { p.seqlen_q = p.seqlen_k = int64_t{1} << 24; contiguous(p); }},
+    {"deadline", [](auto& p) { set_deadline(p, 250'000, 0x70000); }},
+    {"deadline_at_limit", [](auto& p) { set_deadline(p, 10'000'000'000, 0x70008); }},
+    {"deadline_state_right_after_lse", [](auto& p) {
+       p.lse = reinterpret_cast<float*>(0x80000);
+       set_deadline(p, 1, 0x80000 + 2 * 8 * 128 * 4);
+     }},
 };
 
 void PrintTo(const GoodCase& c, std::ostream* os) { *os << c.name; }

@@ -5,6 +5,7 @@
 //
 //   dhp_validate classes  [config] --out F   gate 1: one launch per input class (run under ncu)
 //   dhp_validate dudect   [config] --test values|lengths --measurements N --out F
+//                         [--deadline auto|NS [--deadline-margin PCT]]  (threat model §8)
 //   dhp_validate repro    [config] --launches N --out F    gate 3
 //   dhp_validate sanitize                    small launches for compute-sanitizer
 //   dhp_validate profile  [config]           warm-up + one launch (scripts/ncu-profile)
@@ -111,6 +112,35 @@ int run_classes(const Problem& p, const Flags& f) {
   return write_file(f.get("--out", ""), js.str()) ? rc : 2;
 }
 
+// One batch of the deadline's calibration (run_dudect, --deadline auto):
+// kBatch launches with full lengths and fresh random values, back to back
+// behind a hold, each between two events; their times appended to `out`.
+bool ok_calibrate(Workspace& ws, StreamHold& hold, std::vector<cudaEvent_t>& ev, cudaStream_t stream,
+                  const std::vector<int32_t>& lq, const std::vector<int32_t>& lk, uint64_t& fresh,
+                  std::vector<float>& out) {
+  const int n = static_cast<int>(ev.size() / 2);
+  hold.hold(0, stream);
+  for (int j = 0; j < n; ++j) {
+    ws.generate_values(++fresh, stream);
+    ws.set_lengths(lq, lk, stream);
+    cudaEventRecord(ev[2 * j], stream);
+    const Status st = ws.forward(stream);
+    cudaEventRecord(ev[2 * j + 1], stream);
+    if (!st) {
+      hold.release(0);
+      return false;
+    }
+  }
+  hold.release(0);
+  if (cudaEventSynchronize(ev[2 * n - 1]) != cudaSuccess) return false;
+  for (int j = 0; j < n; ++j) {
+    float ms = 0;
+    cudaEventElapsedTime(&ms, ev[2 * j], ev[2 * j + 1]);
+    out.push_back(ms * 1000.0f);
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Timing leakage test. Class 0 = fixed, 1 = random, drawn per launch. Both
 // classes run the same preparation (the value generator and the length
@@ -167,6 +197,31 @@ int run_dudect(const Problem& p, const Flags& f) {
   ws.generate_values(fixed_seed, stream);
   ws.set_lengths(full_lq, full_lk, stream);
   if (!ws.forward(stream) || cudaStreamSynchronize(stream) != cudaSuccess) return fail_usage("first launch failed");
+  // The deadline (threat model §8): --deadline N gives every timed launch a
+  // budget of N ns; --deadline auto calibrates it as a user would, from
+  // public inputs only: the slowest of kDeadlineCalib back-to-back launches
+  // of the slowest class -- full lengths, fresh random values, so the most
+  // nonzero operands and the lowest power-limited clock -- times 1 +
+  // --deadline-margin percent (default 5).
+  const std::string deadline = f.get("--deadline", "");
+  if (!deadline.empty() && p.kernel != Kernel::kShipped) return fail_usage("--deadline: the shipped kernel only");
+  double deadline_calib_max_us = 0;
+  int64_t budget_ns = 0;
+  if (deadline == "auto") {
+    constexpr int kDeadlineCalib = 2048;
+    std::vector<float> calib_times;
+    bool calibrated = true;
+    while (calibrated && calib_times.size() < kDeadlineCalib)
+      calibrated = ok_calibrate(ws, hold, ev[0], stream, full_lq, full_lk, fresh, calib_times);
+    if (!calibrated) return fail_usage("deadline calibration failed");
+    deadline_calib_max_us = *std::max_element(calib_times.begin(), calib_times.end());
+    budget_ns = static_cast<int64_t>(deadline_calib_max_us * 1000.0 * (1.0 + f.num("--deadline-margin", 5) / 100.0));
+  } else if (!deadline.empty()) {
+    budget_ns = std::stoll(deadline);
+  }
+  ws.set_deadline(budget_ns);
+  const uint64_t overruns_before = ws.deadline_overruns();
+
   int64_t enqueued = 0;
   int slot = 0;
   bool ok = true;
@@ -206,6 +261,7 @@ int run_dudect(const Problem& p, const Flags& f) {
     for (auto& e : v) cudaEventDestroy(e);
   cudaStreamDestroy(stream);
   const int host_starved = hold.timeouts();
+  const uint64_t overruns = ws.deadline_overruns() - overruns_before;
 
   // Warm-up discarded; the calibration set fixes the crop thresholds (and is
   // not tested, as in dudect); the rest is tested at doubling checkpoints.
@@ -235,7 +291,9 @@ int run_dudect(const Problem& p, const Flags& f) {
   js << "{\"mode\":\"dudect\",\"test\":" << jstr(test) << ",\"problem\":" << jstr(p.describe())
      << ",\"seed\":" << seed << ",\"warmup\":" << warmup << ",\"calibration\":" << calib
      << ",\"measurements\":" << n_meas << ",\"fixed_length\":" << fixed_len
-     << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal") << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
+     << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal")
+     << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
+     << ",\"deadline_overruns\":" << overruns << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
   for (int c = 0; c < 2; ++c) {
     Moments m;
     for (float x : by[c]) m.add(x);
@@ -258,6 +316,10 @@ int run_dudect(const Problem& p, const Flags& f) {
               test.c_str(), p.describe().c_str(), static_cast<long long>(fin.n), fin.t_raw, fin.t_second,
               fin.max_abs_t, fin.worst.c_str(), by[0].empty() ? 0.0 : quantile(by[0], 0.5),
               by[1].empty() ? 0.0 : quantile(by[1], 0.5), pass ? "PASS" : "FAIL");
+  if (budget_ns > 0)
+    std::printf("deadline: %lld ns (calibration: slowest %.2f us), overruns %llu of %lld launches\n",
+                static_cast<long long>(budget_ns), deadline_calib_max_us, static_cast<unsigned long long>(overruns),
+                static_cast<long long>(total));
   return write_file(f.get("--out", ""), js.str()) ? (pass ? 0 : 1) : 2;
 }
 

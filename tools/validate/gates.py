@@ -144,6 +144,14 @@ DUDECT = [
     ("drafted tokens lengths", DRAFTED, "lengths", 100_000, 2_000, "PASS", ""),
     ("dense 64-row values", DENSE_64ROWS, "values", 100_000, 2_000, "PASS", ""),
     ("dense 64-row lengths", DENSE_64ROWS, "lengths", 100_000, 2_000, "PASS", ""),
+    # The deadline (threat model §8; common/deadline.hpp): the same length
+    # tests with every call padded to a budget calibrated from public inputs
+    # (--deadline auto: the slowest of 2048 full-length random-value calls +
+    # 5 %). What the rows above measure as the power/clock channel must be
+    # gone here; a call past its deadline counts as a failure of the row.
+    ("large lengths, deadline", LARGE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
+    ("decode lengths, deadline", DECODE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
+    ("small lengths, deadline", SMALL, "lengths", 1_000_000, 20_000, "PASS", "--deadline auto"),
 ]
 CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL", ""),
                   ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS", "")]
@@ -154,6 +162,8 @@ EXTRA = [
     ("large values, fixed all-zero", LARGE, "values", 100_000, 2_000, "info", "--fixed-values zeros"),
     ("large lengths, fixed L=S_max", LARGE, "lengths", 100_000, 2_000, "info", "--fixed-length 2048"),
     ("small values, fixed all-zero", SMALL, "values", 1_000_000, 20_000, "info", "--fixed-values zeros"),
+    ("large values, fixed all-zero, deadline", LARGE, "values", 100_000, 2_000, "info",
+     "--fixed-values zeros --deadline auto"),
 ]
 REPRO = [
     ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 4 --heads 8 --heads-kv 2 --seqlen 512 --head-dim 64 --causal --lengths separate"),
@@ -491,12 +501,19 @@ def dudect_runs(ctx, runs, recs, key):
                            "--calib", max(1000, n // 100), *extra.split(), "--out", jsonp], ctx.log, timeout=400)
         rec = json.loads(jsonp.read_text()) if jsonp.exists() and rc in (0, 1) else {"pass": None}
         result = "ERROR" if rec["pass"] is None else ("PASS" if rec["pass"] else "FAIL")
+        # A deadline call that ran past its budget was not padded: the row
+        # no longer tests the deadline, whatever its |t|.
+        if rec.get("deadline_overruns"):
+            result = "FAIL"
         rec.update(name=name, expected=expect, result=result, seconds=round(time.time() - t0, 1), flags=extra)
         fin = rec.get("curve", [{}])[-1]
         if "classes" in rec:
             detail = (f"n={fin.get('n')} max|t|={float(fin.get('max_abs_t', 0)):.2f} ({fin.get('worst')}), "
                       f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us"
-                      + (f", {rec['host_starved']} host-starved batches" if rec.get("host_starved") else ""))
+                      + (f", {rec['host_starved']} host-starved batches" if rec.get("host_starved") else "")
+                      + (f", deadline {rec['deadline_ns'] / 1000:.1f} us (slowest calibration call "
+                         f"{float(rec['deadline_calib_max_us']):.1f} us), {rec['deadline_overruns']} overruns"
+                         if rec.get("deadline_ns") else ""))
         else:
             detail = (out.strip().splitlines() or [f"exit {rc}"])[-1][:160]
         ctx.rows.append(verdict_row(f"1 timing ({test})", name, expect, result, detail))

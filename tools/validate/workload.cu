@@ -309,7 +309,7 @@ Workspace::Workspace(const Problem& p) : p_(p) {
 
 Workspace::~Workspace() {
   for (void* ptr : {q_, k_, v_, o_, static_cast<void*>(lse_), static_cast<void*>(lens_q_),
-                    static_cast<void*>(lens_k_)})
+                    static_cast<void*>(lens_k_), static_cast<void*>(deadline_state_)})
     if (ptr) cudaFree(ptr);
 }
 
@@ -336,7 +336,26 @@ Params Workspace::params() const {
     p.seqlens_q = lens_q_;
     p.seqlens_k = lens_k_;
   }
+  if (budget_ns_ > 0) {
+    p.time_budget_ns = budget_ns_;
+    p.deadline_state = deadline_state_;
+  }
   return p;
+}
+
+void Workspace::set_deadline(int64_t budget_ns) {
+  if (budget_ns > 0 && deadline_state_ == nullptr) {
+    WS_CUDA(cudaMalloc(&deadline_state_, sizeof(dhp_deadline_state)));
+    WS_CUDA(cudaMemset(deadline_state_, 0, sizeof(dhp_deadline_state)));
+  }
+  budget_ns_ = budget_ns;
+}
+
+uint64_t Workspace::deadline_overruns() {
+  if (deadline_state_ == nullptr) return 0;
+  dhp_deadline_state h{};
+  WS_CUDA(cudaMemcpy(&h, deadline_state_, sizeof h, cudaMemcpyDeviceToHost));
+  return h.overruns;
 }
 
 Status Workspace::forward(cudaStream_t stream) {

@@ -71,6 +71,12 @@ class Workspace {
   // ... and lengths set from values passed by value (B <= 64).
   void set_lengths(const std::vector<int32_t>& lq, const std::vector<int32_t>& lk, cudaStream_t stream);
 
+  // The deadline (threat model §8) for later forward() calls: budget_ns > 0
+  // gives every call that budget and this workspace's state; 0 turns it off.
+  void set_deadline(int64_t budget_ns);
+  int64_t deadline() const { return budget_ns_; }
+  uint64_t deadline_overruns();  // synchronises; 0 without a deadline
+
   const Problem& problem() const { return p_; }
 
  private:
@@ -78,6 +84,8 @@ class Workspace {
   void *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *o_ = nullptr;
   float* lse_ = nullptr;
   int32_t *lens_q_ = nullptr, *lens_k_ = nullptr;
+  dhp_deadline_state* deadline_state_ = nullptr;
+  int64_t budget_ns_ = 0;
   std::string error_;
   Params params() const;
 };

@@ -1,0 +1,256 @@
+// The deadline (dhp_attention_params.time_budget_ns, src/kernels/common/
+// deadline.hpp): a call with a budget ends on the GPU no earlier than its
+// start + the budget, its outputs are the bits of the same call without one
+// (and match the float64 reference), an overrun is counted, and a CUDA graph
+// replay keeps the deadline. The timing test that the deadline removes the
+// length channel is dudect's (scripts/dhp-validate, "... deadline" rows).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "reference/reference.hpp"
+#include "require_gpu.hpp"
+
+namespace dhp::testing {
+namespace {
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// One problem on the device: fresh random Q/K/V, random secret key lengths
+// (0 and S_k among them), outputs poisoned before every call.
+struct Problem {
+  int64_t B, Sq, Sk, Hq, Hkv, D;
+  bool causal;
+  std::vector<uint16_t> q, k, v;
+  std::vector<int32_t> lens_k;
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr, *o = nullptr;
+  int32_t* dlens = nullptr;
+  int64_t nq() const { return B * Sq * Hq * D; }
+  int64_t nk() const { return B * Sk * Hkv * D; }
+};
+
+void make_problem(Problem& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  p.q.resize(p.nq());
+  p.k.resize(p.nk());
+  p.v.resize(p.nk());
+  for (auto& x : p.q) x = to_bits(normal(rng), DType::kFloat16);
+  for (auto& x : p.k) x = to_bits(normal(rng), DType::kFloat16);
+  for (auto& x : p.v) x = to_bits(normal(rng), DType::kFloat16);
+  p.lens_k.resize(p.B);
+  std::uniform_int_distribution<int32_t> len(0, static_cast<int32_t>(p.Sk));
+  for (auto& l : p.lens_k) l = len(rng);
+  p.lens_k[0] = 0;
+  if (p.B > 1) p.lens_k[1] = static_cast<int32_t>(p.Sk);
+  ASSERT_EQ(cudaMalloc(&p.dq, p.nq() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&p.dk, p.nk() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&p.dv, p.nk() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&p.o, p.nq() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&p.dlens, p.B * sizeof(int32_t)), cudaSuccess);
+  CUDA_OK(cudaMemcpy(p.dq, p.q.data(), p.nq() * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(p.dk, p.k.data(), p.nk() * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(p.dv, p.v.data(), p.nk() * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(p.dlens, p.lens_k.data(), p.B * sizeof(int32_t), cudaMemcpyHostToDevice));
+}
+
+void free_problem(Problem& p) {
+  for (void* ptr : {p.dq, p.dk, p.dv, p.o, static_cast<void*>(p.dlens)}) cudaFree(ptr);
+}
+
+Params params_of(const Problem& p, cudaStream_t stream) {
+  Params a = make_params(DType::kFloat16, p.B, p.Sq, p.Sk, p.Hq, p.Hkv, p.D, p.dq, p.dk, p.dv, p.o);
+  a.causal = p.causal ? 1 : 0;
+  a.seqlens_k = p.dlens;
+  a.stream = stream;
+  return a;
+}
+
+// Relative L2 error of o against the float64 reference; NaNs counted apart.
+double reference_error(const Problem& p, const std::vector<uint16_t>& o, int64_t* nan) {
+  std::vector<double> qd(p.nq()), kd(p.nk()), vd(p.nk()), ref_o(p.nq()), ref_lse(p.B * p.Hq * p.Sq);
+  for (int64_t i = 0; i < p.nq(); ++i) qd[i] = from_bits(p.q[i], DType::kFloat16);
+  for (int64_t i = 0; i < p.nk(); ++i) kd[i] = from_bits(p.k[i], DType::kFloat16), vd[i] = from_bits(p.v[i], DType::kFloat16);
+  ref::Problem rp;
+  rp.batch = p.B; rp.seqlen_q = p.Sq; rp.seqlen_k = p.Sk; rp.heads_q = p.Hq; rp.heads_kv = p.Hkv; rp.head_dim = p.D;
+  rp.causal = p.causal;
+  rp.scale = default_softmax_scale(p.D);
+  rp.lens_k = p.lens_k;
+  ref::attention(rp, qd.data(), kd.data(), vd.data(), ref_o.data(), ref_lse.data());
+  double diff2 = 0, ref2 = 0;
+  *nan = 0;
+  for (int64_t i = 0; i < p.nq(); ++i) {
+    const double x = from_bits(o[i], DType::kFloat16);
+    *nan += std::isnan(x) ? 1 : 0;
+    diff2 += (x - ref_o[i]) * (x - ref_o[i]);
+    ref2 += ref_o[i] * ref_o[i];
+  }
+  return ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+}
+
+uint64_t fresh_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
+
+// The decode path (GQA 32/8, S_q 1: the narrow kernel, chunks and the
+// combine, V's copy for the key lengths) and a dense causal call.
+const Problem kShapes[] = {
+    {2, 1, 3000, 32, 8, 128, false, {}, {}, {}, {}},
+    {2, 300, 700, 4, 2, 64, true, {}, {}, {}, {}},
+};
+
+TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
+  DHP_REQUIRE_GPU();
+  constexpr int64_t kBudgetNs = 3'000'000;  // 3 ms: far above either call's work
+  for (Problem p : kShapes) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE("D " + std::to_string(p.D) + " S_q " + std::to_string(p.Sq) + ", seed " + std::to_string(seed));
+    make_problem(p, seed);
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    dhp_deadline_state* state = nullptr;
+    CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
+    CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
+    cudaEvent_t ev[2];
+    CUDA_OK(cudaEventCreate(&ev[0]));
+    CUDA_OK(cudaEventCreate(&ev[1]));
+
+    Params plain = params_of(p, stream);
+    CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));  // poison: 0xffff is a NaN
+    ASSERT_TRUE(attention_forward(plain));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> o_plain(p.nq()), o_deadline(p.nq());
+    CUDA_OK(cudaMemcpy(o_plain.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
+
+    Params timed = plain;
+    timed.time_budget_ns = kBudgetNs;
+    timed.deadline_state = state;
+    for (int call = 0; call < 3; ++call) {
+      CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
+      CUDA_OK(cudaEventRecord(ev[0], stream));
+      const Status s = attention_forward(timed);
+      ASSERT_TRUE(s) << s.message;
+      CUDA_OK(cudaEventRecord(ev[1], stream));
+      CUDA_OK(cudaEventSynchronize(ev[1]));
+      float ms = 0;
+      CUDA_OK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+      // The events bracket the start stamp and the wait; 2 µs covers the
+      // clocks' resolutions (the GPU timer's tick, the events' 0.5 µs).
+      EXPECT_GE(ms * 1e6, kBudgetNs - 2000) << "call " << call << " ended before its deadline";
+      EXPECT_LE(ms * 1e6, kBudgetNs + 1'000'000) << "call " << call << " waited far past its deadline";
+      CUDA_OK(cudaMemcpy(o_deadline.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
+      int64_t differ = 0;
+      for (int64_t i = 0; i < p.nq(); ++i) differ += o_deadline[i] != o_plain[i];
+      EXPECT_EQ(differ, 0) << "call " << call << ": the deadline changed the output";
+    }
+    dhp_deadline_state host{};
+    CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(host.overruns, 0u);
+    EXPECT_GT(host.start_ns, 0u);
+    EXPECT_GT(host.last_work_ns, 0u);
+    EXPECT_LT(host.last_work_ns, static_cast<uint64_t>(kBudgetNs));
+    int64_t nan = 0;
+    EXPECT_LE(reference_error(p, o_deadline, &nan), o_tolerance(DType::kFloat16));
+    EXPECT_EQ(nan, 0) << "NaN (or the poison) in the output";
+
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
+    cudaFree(state);
+    cudaStreamDestroy(stream);
+    free_problem(p);
+  }
+}
+
+// A budget shorter than the work: every call is counted as an overrun and
+// still computes the right output.
+TEST(Deadline, OverrunsAreCounted) {
+  DHP_REQUIRE_GPU();
+  Problem p = kShapes[0];
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  make_problem(p, seed);
+  dhp_deadline_state* state = nullptr;
+  CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
+  CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
+  Params a = params_of(p, nullptr);
+  a.time_budget_ns = 1;
+  a.deadline_state = state;
+  for (int call = 0; call < 4; ++call) {
+    CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
+    ASSERT_TRUE(attention_forward(a));
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  dhp_deadline_state host{};
+  CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(host.overruns, 4u);
+  EXPECT_GT(host.last_work_ns, 1u);
+  std::vector<uint16_t> o(p.nq());
+  CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
+  int64_t nan = 0;
+  EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
+  EXPECT_EQ(nan, 0);
+  cudaFree(state);
+  free_problem(p);
+}
+
+// Captured in a CUDA graph, the stamp and the wait are nodes like the
+// attention's: every replay lasts the budget, none overruns.
+TEST(Deadline, GraphReplayKeepsTheDeadline) {
+  DHP_REQUIRE_GPU();
+  constexpr int64_t kBudgetNs = 500'000;
+  Problem p = kShapes[0];
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  make_problem(p, seed);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  dhp_deadline_state* state = nullptr;
+  CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
+  CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
+  Params a = params_of(p, stream);
+  a.time_budget_ns = kBudgetNs;
+  a.deadline_state = state;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = attention_forward(a);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(captured) << captured.message;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t ev[2];
+  CUDA_OK(cudaEventCreate(&ev[0]));
+  CUDA_OK(cudaEventCreate(&ev[1]));
+  for (int replay = 0; replay < 4; ++replay) {
+    CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
+    CUDA_OK(cudaEventRecord(ev[0], stream));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaEventRecord(ev[1], stream));
+    CUDA_OK(cudaEventSynchronize(ev[1]));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    EXPECT_GE(ms * 1e6, kBudgetNs - 2000) << "replay " << replay;
+    EXPECT_LE(ms * 1e6, kBudgetNs + 1'000'000) << "replay " << replay;
+  }
+  dhp_deadline_state host{};
+  CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(host.overruns, 0u);
+  std::vector<uint16_t> o(p.nq());
+  CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
+  int64_t nan = 0;
+  EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
+  EXPECT_EQ(nan, 0);
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(state);
+  cudaStreamDestroy(stream);
+  free_problem(p);
+}
+
+}  // namespace
+}  // namespace dhp::testing
