@@ -146,8 +146,8 @@ DUDECT = [
     ("dense 64-row lengths", DENSE_64ROWS, "lengths", 100_000, 2_000, "PASS", ""),
     # The deadline (threat model §8; common/deadline.hpp): the same length
     # tests with every call padded to a budget calibrated from public inputs
-    # (--deadline auto: the slowest of 2048 full-length random-value calls +
-    # 5 %). What the rows above measure as the power/clock channel must be
+    # (--deadline auto: the slowest of 2048 full-length random-value calls,
+    # + 5 % + 2 µs for the GPU clock's tick). What the rows above measure as the power/clock channel must be
     # gone here; a call past its deadline counts as a failure of the row.
     ("large lengths, deadline", LARGE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
     ("decode lengths, deadline", DECODE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
@@ -512,7 +512,8 @@ def dudect_runs(ctx, runs, recs, key):
                       f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us"
                       + (f", {rec['host_starved']} host-starved batches" if rec.get("host_starved") else "")
                       + (f", deadline {rec['deadline_ns'] / 1000:.1f} us (slowest calibration call "
-                         f"{float(rec['deadline_calib_max_us']):.1f} us), {rec['deadline_overruns']} overruns"
+                         f"{float(rec['deadline_calib_max_us']):.1f} us), {rec['deadline_overruns']} overruns, "
+                         f"GPU clock tick {float(rec.get('timer_tick_ns', 0)):.0f} ns"
                          if rec.get("deadline_ns") else ""))
         else:
             detail = (out.strip().splitlines() or [f"exit {rc}"])[-1][:160]

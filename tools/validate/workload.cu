@@ -52,6 +52,24 @@ __global__ void gen_normal_kernel(GenTargets t, uint64_t seed, int bf16, int zer
   }
 }
 
+// The GPU clock's update period (the deadline's tick): one thread reads
+// %globaltimer until it has changed `changes` times; out = {first, last
+// reading, smallest step}.
+__global__ void timer_tick_kernel(uint64_t* out, int changes) {
+  uint64_t first, t, prev, step = ~uint64_t{0};
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(first));
+  prev = first;
+  for (int seen = 0; seen < changes;) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t != prev) {
+      step = t - prev < step ? t - prev : step;
+      prev = t;
+      ++seen;
+    }
+  }
+  out[0] = first, out[1] = prev, out[2] = step;
+}
+
 constexpr int kMaxLenBatch = 64;
 struct LengthValues {
   int32_t q[kMaxLenBatch], k[kMaxLenBatch];
@@ -341,6 +359,21 @@ Params Workspace::params() const {
     p.deadline_state = deadline_state_;
   }
   return p;
+}
+
+TimerTick measure_timer_tick() {
+  constexpr int kChanges = 1000;
+  TimerTick r;
+  uint64_t* d = nullptr;
+  uint64_t h[3] = {0, 0, 0};
+  if (cudaMalloc(&d, sizeof h) != cudaSuccess) return r;
+  timer_tick_kernel<<<1, 1>>>(d, kChanges);
+  if (cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess) {
+    r.mean_ns = static_cast<double>(h[1] - h[0]) / kChanges;
+    r.min_ns = static_cast<double>(h[2]);
+  }
+  cudaFree(d);
+  return r;
 }
 
 void Workspace::set_deadline(int64_t budget_ns) {

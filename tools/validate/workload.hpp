@@ -106,6 +106,13 @@ class StreamHold {
   int* dev_ = nullptr;
 };
 
+// The update period of the GPU's nanosecond clock (%globaltimer), which the
+// deadline waits on: mean and smallest step over 1000 changes.
+struct TimerTick {
+  double mean_ns = 0, min_ns = 0;
+};
+TimerTick measure_timer_tick();
+
 // Random lengths in [0, S], with out-of-range values (negative, > S) mixed
 // in, as the API clamps them.
 std::vector<int32_t> random_lengths(int64_t B, int64_t S, std::mt19937_64& rng);
