@@ -144,11 +144,10 @@ DUDECT = [
     ("drafted tokens lengths", DRAFTED, "lengths", 100_000, 2_000, "PASS", ""),
     ("dense 64-row values", DENSE_64ROWS, "values", 100_000, 2_000, "PASS", ""),
     ("dense 64-row lengths", DENSE_64ROWS, "lengths", 100_000, 2_000, "PASS", ""),
-    # The deadline (threat model §8; common/deadline.hpp): the same length
-    # tests with every call padded to a budget calibrated from public inputs
-    # (--deadline auto: the slowest of 2048 full-length random-value calls,
-    # + 5 % + 2 µs for the GPU clock's tick). What the rows above measure as the power/clock channel must be
-    # gone here; a call past its deadline counts as a failure of the row.
+    # The deadline (threat model §8; common/deadline.hpp): the length tests
+    # with every call padded to a budget calibrated on public inputs (the
+    # slowest of 2048 full-length random-value calls, + 5 % + 2 µs). The
+    # power/clock channel of the rows above must be gone; an overrun fails.
     ("large lengths, deadline", LARGE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
     ("decode lengths, deadline", DECODE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
     ("small lengths, deadline", SMALL, "lengths", 1_000_000, 20_000, "PASS", "--deadline auto"),
