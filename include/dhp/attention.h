@@ -112,8 +112,9 @@ typedef struct dhp_attention_params {
    * the GPU's nanosecond clock. Where the work ends before the deadline (the budget covers the
    * slowest inputs, e.g. as calibrated with full lengths and random values), the call's duration
    * no longer follows the SM clock, which a power-limited GPU raises for zero-heavy (short)
-   * inputs. A call whose work ends past the deadline is counted in `overruns` and is not padded:
-   * its duration is the work's. 0: no deadline (deadline_state must be NULL). */
+   * inputs. A call whose work ends past the deadline is counted in `overruns` and ends at the
+   * next multiple of the budget (start + 2, 3, ... budgets): it shows that it overran, not how
+   * long its work took. 0: no deadline (deadline_state must be NULL). */
   int64_t time_budget_ns;              /* 0, or 1 .. 10 000 000 000 (10 s) */
   dhp_deadline_state* deadline_state;  /* required with a budget: device memory, 8-byte aligned */
 } dhp_attention_params;

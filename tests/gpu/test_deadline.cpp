@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -165,9 +166,10 @@ TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
   }
 }
 
-// A budget shorter than the work: every call is counted as an overrun and
-// still computes the right output.
-TEST(Deadline, OverrunsAreCounted) {
+// A budget shorter than the work: every call is counted as an overrun,
+// ends at a whole number of budgets (two here: the budget is 2/3 of the
+// work), and still computes the right output.
+TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
   DHP_REQUIRE_GPU();
   Problem p = kShapes[0];
   const uint64_t seed = fresh_seed();
@@ -176,18 +178,40 @@ TEST(Deadline, OverrunsAreCounted) {
   dhp_deadline_state* state = nullptr;
   CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
   CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
-  Params a = params_of(p, nullptr);
-  a.time_budget_ns = 1;
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Params a = params_of(p, stream);
+  a.time_budget_ns = 1;  // 1 ns: the work's own duration comes back in last_work_ns
   a.deadline_state = state;
-  for (int call = 0; call < 4; ++call) {
-    CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
-    ASSERT_TRUE(attention_forward(a));
-  }
-  CUDA_OK(cudaDeviceSynchronize());
   dhp_deadline_state host{};
-  CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+  uint64_t work_ns = 0;
+  for (int call = 0; call < 4; ++call) {
+    ASSERT_TRUE(attention_forward(a));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+    work_ns = std::max<uint64_t>(work_ns, host.last_work_ns);
+  }
   EXPECT_EQ(host.overruns, 4u);
-  EXPECT_GT(host.last_work_ns, 1u);
+  EXPECT_GT(work_ns, 1u);
+  a.time_budget_ns = static_cast<int64_t>(work_ns * 2 / 3);
+  cudaEvent_t ev[2];
+  CUDA_OK(cudaEventCreate(&ev[0]));
+  CUDA_OK(cudaEventCreate(&ev[1]));
+  for (int call = 0; call < 3; ++call) {
+    CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
+    CUDA_OK(cudaEventRecord(ev[0], stream));
+    ASSERT_TRUE(attention_forward(a));
+    CUDA_OK(cudaEventRecord(ev[1], stream));
+    CUDA_OK(cudaEventSynchronize(ev[1]));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    EXPECT_GE(ms * 1e6, 2.0 * a.time_budget_ns - 2000) << "call " << call << ": an overrun ends at two budgets";
+  }
+  CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(host.overruns, 7u) << "work " << work_ns << " ns, budget " << a.time_budget_ns << " ns";
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  cudaStreamDestroy(stream);
   std::vector<uint16_t> o(p.nq());
   CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
   int64_t nan = 0;

@@ -147,7 +147,7 @@ DUDECT = [
     # The deadline (threat model §8; common/deadline.hpp): the length tests
     # with every call padded to a budget calibrated on public inputs (the
     # slowest of 2048 full-length random-value calls, + 5 % + 2 µs). The
-    # power/clock channel of the rows above must be gone; an overrun fails.
+    # power/clock channel of the rows above must be gone; overruns <= 1e-4.
     ("large lengths, deadline", LARGE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
     ("decode lengths, deadline", DECODE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
     ("small lengths, deadline", SMALL, "lengths", 1_000_000, 20_000, "PASS", "--deadline auto"),
@@ -500,9 +500,9 @@ def dudect_runs(ctx, runs, recs, key):
                            "--calib", max(1000, n // 100), *extra.split(), "--out", jsonp], ctx.log, timeout=400)
         rec = json.loads(jsonp.read_text()) if jsonp.exists() and rc in (0, 1) else {"pass": None}
         result = "ERROR" if rec["pass"] is None else ("PASS" if rec["pass"] else "FAIL")
-        # A deadline call that ran past its budget was not padded: the row
-        # no longer tests the deadline, whatever its |t|.
-        if rec.get("deadline_overruns"):
+        # Overruns end at a later multiple of the budget (one bit each); more
+        # than 1 in 10^4 launches means the budget does not cover the work.
+        if rec.get("deadline_overruns", 0) > n / 10_000:
             result = "FAIL"
         rec.update(name=name, expected=expect, result=result, seconds=round(time.time() - t0, 1), flags=extra)
         fin = rec.get("curve", [{}])[-1]

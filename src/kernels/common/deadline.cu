@@ -23,10 +23,14 @@ __global__ void deadline_start_kernel(dhp_deadline_state* state) { state->start_
 
 __global__ void deadline_wait_kernel(dhp_deadline_state* state, uint64_t budget_ns) {
   const uint64_t start = state->start_ns;
-  const uint64_t deadline = start + budget_ns;
+  uint64_t deadline = start + budget_ns;
   const uint64_t arrival = gpu_time_ns();
   state->last_work_ns = arrival - start;
   state->overruns += arrival > deadline ? 1u : 0u;  // a select: the store runs on every call
+  // Work past its deadline waits for the next multiple of the budget: an
+  // overrun's duration then shows how many budgets the work took, never the
+  // work's own time.
+  while (deadline < arrival) deadline += budget_ns;
   // Spin on the clock, not on nanosleep: a sleep's wake-up is coarse and
   // would add its own jitter to the end of every call.
   while (gpu_time_ns() < deadline) {

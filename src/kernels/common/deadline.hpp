@@ -25,7 +25,7 @@ cudaError_t launch_deadline_start(dhp_deadline_state* state, cudaStream_t stream
 // Launched last, in stream order (no PDL: it must start after every kernel of
 // the call has ended): records the work's duration, counts an overrun where
 // the work ended past start + budget_ns, then waits until the GPU clock
-// reaches start + budget_ns.
+// reaches start + k * budget_ns, the smallest such k >= 1 not yet passed.
 cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream);
 
 }  // namespace dhp::kernels
