@@ -184,12 +184,14 @@ TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
   a.time_budget_ns = 1;  // 1 ns: the work's own duration comes back in last_work_ns
   a.deadline_state = state;
   dhp_deadline_state host{};
-  uint64_t work_ns = 0;
+  uint64_t work_ns = ~uint64_t{0};
   for (int call = 0; call < 4; ++call) {
     ASSERT_TRUE(attention_forward(a));
     CUDA_OK(cudaStreamSynchronize(stream));
     CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
-    work_ns = std::max<uint64_t>(work_ns, host.last_work_ns);
+    // The shortest: the first call pays lazy loading (session 48 saw 61 µs
+    // there against about 45 after it).
+    work_ns = std::min<uint64_t>(work_ns, host.last_work_ns);
   }
   EXPECT_EQ(host.overruns, 4u);
   EXPECT_GT(work_ns, 1u);
