@@ -20,7 +20,7 @@ from typing import Any, Optional
 from . import _core
 from ._core import HEAD_DIMS, LAYOUTS
 
-__all__ = ["attention", "attention_into", "is_available", "HEAD_DIMS", "LAYOUTS", "__version__"]
+__all__ = ["attention", "attention_into", "deadline_state", "is_available", "HEAD_DIMS", "LAYOUTS", "__version__"]
 
 try:
     from importlib.metadata import version as _version
@@ -98,7 +98,8 @@ def _problem(q_info, k, v, kw):
 
 
 def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optional[float] = None, seqlens=None,
-                   seqlens_q=None, seqlens_k=None, layout: str = "bshd", stream: Any = None) -> None:
+                   seqlens_q=None, seqlens_k=None, layout: str = "bshd", stream: Any = None,
+                   time_budget_ns: int = 0, deadline_state=None) -> None:
     """Like attention(), writing o into `out` (shaped like q, any strides with
     a contiguous last dimension) and, if given, lse into `lse` (float32
     [B, H_q, S_q], contiguous). Takes torch tensors or any CUDA array with
@@ -106,9 +107,20 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
     torch.cuda.Stream or a CuPy stream; None means torch's current stream for
     torch tensors, else the stream the arrays' __cuda_array_interface__ names
     (all the same one, else ValueError), else the legacy default stream (0). Not traced by
-    torch.compile (it mutates its outputs); use attention() there."""
+    torch.compile (it mutates its outputs); use attention() there.
+
+    time_budget_ns, deadline_state: the deadline (threat model §8): the call
+    ends on the GPU at its start + time_budget_ns (1 ns .. 10 s), whatever the
+    SM clock did, so that its duration does not follow the secret lengths'
+    effect on power. deadline_state: int64 [3] on q's device, zeroed once
+    (deadline_state() makes one), one per stream in flight; the call writes
+    (start_ns, overruns, last_work_ns) there. Calibrate the budget on public
+    inputs (full lengths, random values); an overrun waits for the next
+    multiple of the budget and is counted."""
     kw = dict(causal=causal, scale=scale, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k, layout=layout)
     q_info = _core.describe(q, "q")
+    state_info = None if deadline_state is None else _core.describe(deadline_state, "deadline_state")
+    _core.check_deadline(time_budget_ns, state_info, q_info)
     p, k_info, v_info, lens = _problem(q_info, k, v, kw)
     o_info = _core.describe(out, "out")
     o_strides = _core.check_out(o_info, p, q_info, layout)
@@ -121,4 +133,13 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
         stream = torch.cuda.current_stream(q.device).cuda_stream if _is_tensor(q) and q.is_cuda else \
             _core.producer_stream([q_info, k_info, v_info, o_info, lse_info, *lens.values()])
     _core.launch(p, q_info, k_info, v_info, o_info.ptr, o_strides, lse_ptr=lse_ptr, causal=causal, scale=scale,
-                 stream=_core.stream_handle(stream), **lens)
+                 time_budget_ns=time_budget_ns, deadline_state=state_info, stream=_core.stream_handle(stream), **lens)
+
+
+def deadline_state(device=None):
+    """A zeroed int64 [3] torch tensor for attention_into's deadline_state
+    (start_ns, overruns, last_work_ns), on `device` (default: the current
+    CUDA device). Needs PyTorch; other frameworks pass any int64 [3] array."""
+    if torch is None:
+        raise ImportError("dhp_attention.deadline_state needs PyTorch; pass an int64 [3] CUDA array instead")
+    return torch.zeros(3, dtype=torch.int64, device="cuda" if device is None else device)

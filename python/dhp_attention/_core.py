@@ -63,9 +63,9 @@ class Problem(NamedTuple):
 # Reading arrays
 
 _CAI_TYPES = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "<i4": "int32", "<i8": "int64",
-              "<u4": "uint32", "|b1": "bool", "|i1": "int8", "|u1": "uint8", "<i2": "int16"}
+              "<u4": "uint32", "<u8": "uint64", "|b1": "bool", "|i1": "int8", "|u1": "uint8", "<i2": "int16"}
 _DLPACK_TYPES = {(2, 16): "float16", (4, 16): "bfloat16", (2, 32): "float32", (2, 64): "float64",
-                 (0, 32): "int32", (0, 64): "int64", (1, 32): "uint32", (6, 8): "bool", (0, 8): "int8",
+                 (0, 32): "int32", (0, 64): "int64", (1, 32): "uint32", (1, 64): "uint64", (6, 8): "bool", (0, 8): "int8",
                  (1, 8): "uint8", (0, 16): "int16"}
 # DLPack device types: managed memory is reachable from kernels, pinned host memory is not.
 _DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
@@ -299,9 +299,31 @@ def c_public_args(p: Problem, o_strides: tuple, causal: bool, scale) -> tuple:
     return shape, list(p.strides) + list(o_strides), flags
 
 
+def check_deadline(time_budget_ns, state: Optional[ArrayInfo], q: ArrayInfo) -> None:
+    """The deadline's arguments as far as the C ABI cannot see them: the
+    budget's type, and the state's dtype, shape and device (the library
+    writes 24 bytes there). The budget's range, and which of the two needs
+    the other, are the library's rules (include/dhp/attention.h)."""
+    if not isinstance(time_budget_ns, int) or isinstance(time_budget_ns, bool):
+        raise TypeError(f"time_budget_ns: must be an int (nanoseconds), got {type(time_budget_ns).__name__}")
+    if not -2 ** 63 <= time_budget_ns < 2 ** 63:
+        raise ValueError(f"time_budget_ns: must be 0 (no deadline) or 1 .. 10000000000 ns (got {time_budget_ns})")
+    if state is None:
+        return
+    if state.dtype not in ("int64", "uint64"):
+        raise TypeError(f"deadline_state: dtype must be int64 or uint64, got {state.dtype}")
+    if state.shape != (3,) or state.strides[0] != 1:
+        raise ValueError(f"deadline_state: must be a contiguous array of shape (3,) (start_ns, overruns, "
+                         f"last_work_ns), got shape {state.shape}, strides {state.strides}")
+    if state.device_type != "cuda" or (state.device_index is not None and q.device_index is not None
+                                       and state.device_index != q.device_index):
+        raise ValueError(f"deadline_state: must be on q's device {q.device_str()}, got {state.device_str()}")
+
+
 def launch(p: Problem, q: ArrayInfo, k: ArrayInfo, v: ArrayInfo, o_ptr: int, o_strides: tuple, *,
            lse_ptr: int = 0, causal: bool, scale, seqlens: Optional[ArrayInfo] = None,
            seqlens_q: Optional[ArrayInfo] = None, seqlens_k: Optional[ArrayInfo] = None,
+           time_budget_ns: int = 0, deadline_state: Optional[ArrayInfo] = None,
            stream: int = 0, launch: bool = True) -> None:
     """Validates in the library (alignment, stride rules, overlap) and, if
     `launch`, enqueues the kernel on `stream`. ValueError on a bad argument."""
@@ -309,7 +331,8 @@ def launch(p: Problem, q: ArrayInfo, k: ArrayInfo, v: ArrayInfo, o_ptr: int, o_s
     require_C().forward(
         *shape, q.ptr, k.ptr, v.ptr, o_ptr, strides, lse_ptr, *flags,
         seqlens.ptr if seqlens is not None else 0, seqlens_q.ptr if seqlens_q is not None else 0,
-        seqlens_k.ptr if seqlens_k is not None else 0, stream,
+        seqlens_k.ptr if seqlens_k is not None else 0, time_budget_ns,
+        deadline_state.ptr if deadline_state is not None else 0, stream,
         -1 if p.device_index is None else p.device_index, launch)
 
 

@@ -127,8 +127,8 @@ def forward_eager(q: Tensor, k: Tensor, v: Tensor, seqlens: Optional[Tensor], se
     o = q.new_empty_strided(o_size, o_alloc_strides)
     lse = None if lse_size is None else q.new_empty(lse_size, dtype=torch.float32)
     _core.require_C().forward(*shape, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), strides, _ptr(lse),
-                              *flags, _ptr(seqlens), _ptr(seqlens_q), _ptr(seqlens_k), _raw_stream(device), device,
-                              True)
+                              *flags, _ptr(seqlens), _ptr(seqlens_q), _ptr(seqlens_k), 0, 0, _raw_stream(device),
+                              device, True)
     return o, lse
 
 

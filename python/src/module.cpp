@@ -80,6 +80,8 @@ struct Args {
   float scale;
   bool causal;
   uintptr_t seqlens, seqlens_q, seqlens_k;
+  int64_t time_budget_ns;
+  uintptr_t deadline_state;
   uintptr_t stream;
 };
 
@@ -103,6 +105,8 @@ dhp_attention_params make_params(const Args& a) {
   p.seqlens = as_ptr<const int32_t>(a.seqlens);
   p.seqlens_q = as_ptr<const int32_t>(a.seqlens_q);
   p.seqlens_k = as_ptr<const int32_t>(a.seqlens_k);
+  p.time_budget_ns = a.time_budget_ns;
+  p.deadline_state = as_ptr<dhp_deadline_state>(a.deadline_state);
   p.stream = as_ptr<void>(a.stream);
   return p;
 }
@@ -130,15 +134,17 @@ NB_MODULE(_C, m) {
   m.attr("DHP_BFLOAT16") = static_cast<int>(DHP_BFLOAT16);
 
   // forward(dtype, B, S_q, S_k, H_q, H_kv, D, q, k, v, o, strides[12], lse, has_scale, scale,
-  //         causal, seqlens, seqlens_q, seqlens_k, stream, device, launch)
+  //         causal, seqlens, seqlens_q, seqlens_k, time_budget_ns, deadline_state, stream,
+  //         device, launch)
   m.def(
       "forward",
       [](int32_t dtype, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq, int64_t Hkv, int64_t D,
          uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t o, std::vector<int64_t> strides,
          uintptr_t lse, bool has_scale, float scale, bool causal, uintptr_t seqlens,
-         uintptr_t seqlens_q, uintptr_t seqlens_k, uintptr_t stream, int device, bool launch) {
+         uintptr_t seqlens_q, uintptr_t seqlens_k, int64_t time_budget_ns, uintptr_t deadline_state,
+         uintptr_t stream, int device, bool launch) {
         run(Args{dtype, B, Sq, Sk, Hq, Hkv, D, q, k, v, o, std::move(strides), lse, has_scale,
-                 scale, causal, seqlens, seqlens_q, seqlens_k, stream},
+                 scale, causal, seqlens, seqlens_q, seqlens_k, time_budget_ns, deadline_state, stream},
             device, launch);
       },
       "Validates the public arguments and, if launch, enqueues the forward pass on `stream`.\n"

@@ -99,6 +99,18 @@ def test_compiled_module_loads():
     (dict(lse=FakeCudaArray((2, 8, 64), "<f2")), TypeError, r"^lse: dtype must be float32"),
     (dict(lse=FakeCudaArray((2, 64, 8), "<f4")), ValueError, r"^lse: shape must be \(B, H_q, S_q\)"),
     (dict(stream="default"), TypeError, r"^stream: must be an int"),
+    # The deadline: what the C ABI cannot see (the state's dtype, shape, device; the budget's type).
+    (dict(time_budget_ns=1.5e5), TypeError, r"^time_budget_ns: must be an int \(nanoseconds\), got float"),
+    (dict(time_budget_ns=True), TypeError, r"^time_budget_ns: must be an int"),
+    (dict(time_budget_ns=2 ** 64), ValueError, r"^time_budget_ns: must be 0 \(no deadline\) or 1 \.\. 10000000000"),
+    (dict(time_budget_ns=1000, deadline_state=FakeCudaArray((3,), "<i4")), TypeError,
+     r"^deadline_state: dtype must be int64 or uint64, got int32"),
+    (dict(time_budget_ns=1000, deadline_state=FakeCudaArray((2,), "<i8")), ValueError,
+     r"^deadline_state: must be a contiguous array of shape \(3,\)"),
+    (dict(time_budget_ns=1000, deadline_state=FakeCudaArray((3,), "<i8", strides=(2,))), ValueError,
+     r"^deadline_state: must be a contiguous array of shape \(3,\)"),
+    (dict(time_budget_ns=1000, deadline_state=np.zeros(3, np.int64)), ValueError,
+     r"^deadline_state: must be on q's device"),
 ])
 def test_argument_errors_name_the_argument(case, exc, match):
     B, Sq, Sk, Hq, Hkv, D = 2, case.pop("Sq", 64), case.pop("Sk", 64), case.pop("Hq", 8), case.pop("Hkv", 8), \
@@ -122,6 +134,21 @@ def test_library_validation_runs_before_launch(case, match):
     args = dict(q=q, k=k, v=v, out=out)
     args.update(case)
     raises(ValueError, match, dhp_attention.attention_into, args["q"], args["k"], args["v"], args["out"])
+
+
+@pytest.mark.parametrize("case, match", [
+    # The deadline's rules are the library's (include/dhp/attention.h).
+    (dict(time_budget_ns=-5, deadline_state=FakeCudaArray((3,), "<i8")),
+     r"time_budget_ns: must be 0 \(no deadline\) or 1 \.\. 10000000000 ns \(got -5\)"),
+    (dict(time_budget_ns=10 ** 10 + 1, deadline_state=FakeCudaArray((3,), "<u8")), r"got 10000000001"),
+    (dict(time_budget_ns=250_000), r"deadline_state: required when time_budget_ns > 0"),
+    (dict(deadline_state=FakeCudaArray((3,), "<i8")), r"deadline_state: given without a deadline"),
+    (dict(time_budget_ns=250_000, deadline_state=FakeCudaArray((3,), "<i8", ptr=0x7E0000000004)),
+     r"deadline_state: pointer must be 8-byte aligned"),
+])
+def test_library_checks_the_deadline_before_launch(case, match):
+    q, k, v, out = qkv()
+    raises(ValueError, match, dhp_attention.attention_into, q, k, v, out, **case)
 
 
 def test_library_limits_and_overlaps_run_before_launch():

@@ -170,6 +170,38 @@ def test_attention_into_with_poisoned_output_writes_every_element():
     _check(out, lse, ro, rlse, "float16", "attention_into")
 
 
+def test_deadline_pads_the_call_and_keeps_the_bits():
+    # The deadline (threat model §8) through attention_into: the call lasts its
+    # budget between events, writes the bits of the same call without one over
+    # NaN-poisoned outputs, and counts no overrun; a budget below the work
+    # counts every call.
+    B, Sq, Sk, Hq, Hkv, D = 2, 1, 3000, 32, 8, 128  # a decode step with secret key lengths
+    q, k, v = make_qkv(B, Sq, Sk, Hq, Hkv, D, torch.float16)
+    lens = torch.tensor([3000, 17], dtype=torch.int32, device="cuda")
+    plain = torch.full_like(q, float("nan"))
+    dhp_attention.attention_into(q, k, v, plain, seqlens_k=lens)
+    state = dhp_attention.deadline_state()
+    budget = 2_000_000  # 2 ms, far above the work
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        out = torch.full_like(q, float("nan"))
+        start.record()
+        dhp_attention.attention_into(q, k, v, out, seqlens_k=lens, time_budget_ns=budget, deadline_state=state)
+        end.record()
+        end.synchronize()
+        assert start.elapsed_time(end) * 1e6 >= budget - 2000, "the call ended before its deadline"
+        assert torch.equal(out, plain), "the deadline changed the output"
+    start_ns, overruns, work_ns = state.tolist()
+    assert overruns == 0 and start_ns > 0 and 0 < work_ns < budget
+    ro, _ = reference(q, k, v, seqlens_k=lens)
+    _check(plain, None, ro, None, "float16", "decode step")
+    for _ in range(2):
+        dhp_attention.attention_into(q, k, v, out, seqlens_k=lens, time_budget_ns=1, deadline_state=state)
+    torch.cuda.synchronize()
+    assert state[1].item() == 2, "a 1 ns budget must count every call as an overrun"
+    assert torch.equal(out, plain)
+
+
 class _DLPackOnly:
     """Exposes a tensor through DLPack alone (no torch type, no CUDA array interface)."""
 
