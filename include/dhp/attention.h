@@ -3,7 +3,9 @@
  * Every function returns a dhp_status; no C++ exception ever crosses this
  * boundary. On failure a human-readable message naming the offending argument
  * and the rule it broke is written to `message` (NUL-terminated, truncated to
- * `message_size`), and nothing is launched on the GPU.
+ * `message_size`), and nothing is launched on the GPU. (A CUDA error raised by
+ * one of a call's launches, DHP_ERROR_CUDA, may leave the call's earlier
+ * kernels enqueued: V's padded copy, a deadline's start stamp.)
  *
  * Tensor layout (element strides, last dimension contiguous):
  *   q [B, S_q, H_q, D]   k, v [B, S_k, H_kv, D]   o like q
@@ -109,12 +111,17 @@ typedef struct dhp_attention_params {
   /* Optional deadline (threat model §8, the power/clock channel). With time_budget_ns > 0 the
    * call ends on the GPU no earlier than time_budget_ns after it began there: a one-thread kernel
    * stamps the start before the attention, and another waits after it until start + budget on
-   * the GPU's nanosecond clock. Where the work ends before the deadline (the budget covers the
-   * slowest inputs, e.g. as calibrated with full lengths and random values), the call's duration
-   * no longer follows the SM clock, which a power-limited GPU raises for zero-heavy (short)
-   * inputs. A call whose work ends past the deadline is counted in `overruns` and ends at the
-   * next multiple of the budget (start + 2, 3, ... budgets): it shows that it overran, not how
-   * long its work took. 0: no deadline (deadline_state must be NULL). */
+   * the GPU's nanosecond clock, which does not follow the SM clock (a power-limited GPU raises the
+   * SM clock for zero-heavy, e.g. short, inputs). Where the work ends before the deadline, the
+   * call's duration is the budget's, up to what runs after the wait (measured on an H200: about
+   * 2 ns of a 20 µs call; docs/security-validation.md, session 48). Calibrate the budget on the
+   * slowest public inputs (full lengths, random values) and keep `overruns` at 0: a call whose
+   * work ends past the deadline is counted and ends at a later multiple of the budget, so it
+   * shows how many budgets its work took, not the work's time -- but slower inputs overrun more
+   * often, so overruns are what a short budget leaks. The stamp is enqueued before the call's
+   * host-side planning (its first call of a shape plans the most): on an idle stream that host
+   * time falls inside the budget. 0: no deadline (deadline_state must be NULL).
+   * Added in 0.2.0 (the struct grew: callers built against 0.1 must be rebuilt). */
   int64_t time_budget_ns;              /* 0, or 1 .. 10 000 000 000 (10 s) */
   dhp_deadline_state* deadline_state;  /* required with a budget: device memory, 8-byte aligned */
 } dhp_attention_params;

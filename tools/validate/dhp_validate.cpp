@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -219,7 +220,10 @@ int run_dudect(const Problem& p, const Flags& f) {
     budget_ns = static_cast<int64_t>(deadline_calib_max_us * 1000.0 * (1.0 + f.num("--deadline-margin", 5) / 100.0)) +
                 f.num("--deadline-slack-ns", 2000);
   } else if (!deadline.empty()) {
-    budget_ns = std::stoll(deadline);
+    char* end = nullptr;
+    budget_ns = std::strtoll(deadline.c_str(), &end, 10);
+    if (end == deadline.c_str() || *end != '\0' || budget_ns <= 0)
+      return fail_usage("--deadline: auto or a budget in ns (> 0), got '" + deadline + "'");
   }
   ws.set_deadline(budget_ns);
   // One untimed deadline call: the deadline kernels' lazy loading must not

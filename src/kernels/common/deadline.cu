@@ -21,16 +21,38 @@ __device__ __forceinline__ uint64_t gpu_time_ns() {
 
 __global__ void deadline_start_kernel(dhp_deadline_state* state) { state->start_ns = gpu_time_ns(); }
 
+// ceil(n / d) for d >= 1 in 64 fixed steps of restoring division: its time
+// must not follow n (a work's duration). A loop adding d until it passes n
+// would take n / d turns -- millions for a 1 ns budget.
+__device__ __forceinline__ uint64_t ceil_div_fixed(uint64_t n, uint64_t d) {
+  uint64_t q = 0, r = 0;
+#pragma unroll
+  for (int i = 63; i >= 0; --i) {
+    r = (r << 1) | ((n >> i) & 1u);
+    const uint64_t ge = r >= d ? 1u : 0u;
+    r -= ge * d;
+    q |= ge << i;
+  }
+  return q + (r != 0 ? 1u : 0u);
+}
+
+// Past a deadline the computation above runs before the wait: the next
+// deadline lies at least this far past the arrival, so that the wait, not
+// the computation, still sets the call's end.
+constexpr uint64_t kOverrunGuardNs = 2000;
+
 __global__ void deadline_wait_kernel(dhp_deadline_state* state, uint64_t budget_ns) {
   const uint64_t start = state->start_ns;
   uint64_t deadline = start + budget_ns;
   const uint64_t arrival = gpu_time_ns();
   state->last_work_ns = arrival - start;
   state->overruns += arrival > deadline ? 1u : 0u;  // a select: the store runs on every call
-  // Work past its deadline waits for the next multiple of the budget: an
-  // overrun's duration then shows how many budgets the work took, never the
-  // work's own time.
-  while (deadline < arrival) deadline += budget_ns;
+  // Work past its deadline waits for a later multiple of the budget, the
+  // first at least kOverrunGuardNs past its arrival: an overrun's duration
+  // shows how many budgets the work took, not the work's own time. The
+  // branch is on the clock (public); the path it takes has a fixed length.
+  if (arrival > deadline)
+    deadline = start + budget_ns * ceil_div_fixed(arrival + kOverrunGuardNs - start, budget_ns);
   // Spin on the clock, not on nanosleep: a sleep's wake-up is coarse and
   // would add its own jitter to the end of every call.
   while (gpu_time_ns() < deadline) {
