@@ -229,11 +229,14 @@ int run_dudect(const Problem& p, const Flags& f) {
   // One untimed deadline call: the deadline kernels' lazy loading must not
   // run inside a hold either (session 48: it starved the first batch, whose
   // calls then waited for the host past their deadline).
-  if (budget_ns > 0 && (!ws.forward(stream) || cudaStreamSynchronize(stream) != cudaSuccess))
-    return fail_usage("first deadline launch failed");
+  if (budget_ns > 0) {
+    const bool first = static_cast<bool>(ws.forward(stream));
+    ws.tally_overruns(-1, stream);  // the tally's base: overruns so far
+    if (!first || cudaStreamSynchronize(stream) != cudaSuccess) return fail_usage("first deadline launch failed");
+  }
   const uint64_t overruns_before = ws.deadline_overruns();
-  // A deadline call adds two launches: half the batch keeps both batches'
-  // commands inside the launch queue (session 48: at 64, one batch per run
+  // A deadline call adds two launches (three with the tally): half the batch
+  // keeps both batches' commands inside the launch queue (session 48: at 64, one batch per run
   // outgrew it, the hold timed out and the GPU waited for the host inside
   // a call, past its deadline).
   const int batch = budget_ns > 0 ? kBatch / 2 : kBatch;
@@ -259,6 +262,7 @@ int run_dudect(const Problem& p, const Flags& f) {
       cudaEventRecord(ev[slot][2 * j], stream);
       const Status st = ws.forward(stream);
       cudaEventRecord(ev[slot][2 * j + 1], stream);
+      if (budget_ns > 0) ws.tally_overruns(c, stream);  // after the end event: outside the timed span
       if (!st) { std::fprintf(stderr, "launch: %s\n", st.message.c_str()); ok = false; }
     }
     hold.release(slot);
@@ -278,6 +282,8 @@ int run_dudect(const Problem& p, const Flags& f) {
   cudaStreamDestroy(stream);
   const int host_starved = hold.timeouts();
   const uint64_t overruns = ws.deadline_overruns() - overruns_before;
+  uint64_t overruns_by[2] = {0, 0};
+  ws.overruns_by_class(overruns_by);
   const TimerTick tick = budget_ns > 0 ? measure_timer_tick() : TimerTick{};
 
   // Warm-up discarded; the calibration set fixes the crop thresholds (and is
@@ -310,7 +316,8 @@ int run_dudect(const Problem& p, const Flags& f) {
      << ",\"measurements\":" << n_meas << ",\"fixed_length\":" << fixed_len
      << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal")
      << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
-     << ",\"deadline_overruns\":" << overruns << ",\"timer_tick_ns\":" << jnum(tick.mean_ns)
+     << ",\"deadline_overruns\":" << overruns << ",\"deadline_overruns_by_class\":[" << overruns_by[0] << ","
+     << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns)
      << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
   for (int c = 0; c < 2; ++c) {
     Moments m;
@@ -335,6 +342,8 @@ int run_dudect(const Problem& p, const Flags& f) {
               fin.max_abs_t, fin.worst.c_str(), by[0].empty() ? 0.0 : quantile(by[0], 0.5),
               by[1].empty() ? 0.0 : quantile(by[1], 0.5), pass ? "PASS" : "FAIL");
   if (budget_ns > 0) {
+    std::printf("deadline: overruns fixed / random class %llu / %llu\n", static_cast<unsigned long long>(overruns_by[0]),
+                static_cast<unsigned long long>(overruns_by[1]));
     std::printf("deadline: %lld ns (calibration: slowest %.2f us), overruns %llu of %lld launches; GPU clock "
                 "tick %.0f ns mean, %.0f ns smallest\n",
                 static_cast<long long>(budget_ns), deadline_calib_max_us, static_cast<unsigned long long>(overruns),

@@ -500,8 +500,7 @@ def dudect_runs(ctx, runs, recs, key):
                            "--calib", max(1000, n // 100), *extra.split(), "--out", jsonp], ctx.log, timeout=400)
         rec = json.loads(jsonp.read_text()) if jsonp.exists() and rc in (0, 1) else {"pass": None}
         result = "ERROR" if rec["pass"] is None else ("PASS" if rec["pass"] else "FAIL")
-        # Overruns end at a later multiple of the budget (one bit each); more
-        # than 1 in 10^4 launches means the budget does not cover the work.
+        # More than 1 overrun in 10^4 launches: the budget does not cover the work.
         if rec.get("deadline_overruns", 0) > n / 10_000:
             result = "FAIL"
         rec.update(name=name, expected=expect, result=result, seconds=round(time.time() - t0, 1), flags=extra)
@@ -511,7 +510,8 @@ def dudect_runs(ctx, runs, recs, key):
                       f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us"
                       + (f", {rec['host_starved']} host-starved batches" if rec.get("host_starved") else "")
                       + (f", deadline {rec['deadline_ns'] / 1000:.1f} us (slowest calibration call "
-                         f"{float(rec['deadline_calib_max_us']):.1f} us), {rec['deadline_overruns']} overruns, "
+                         f"{float(rec['deadline_calib_max_us']):.1f} us), {rec['deadline_overruns']} overruns "
+                         f"(fixed/random {'/'.join(map(str, rec.get('deadline_overruns_by_class', [])))}), "
                          f"GPU clock tick {float(rec.get('timer_tick_ns', 0)):.0f} ns"
                          if rec.get("deadline_ns") else ""))
         else:

@@ -70,6 +70,12 @@ __global__ void timer_tick_kernel(uint64_t* out, int changes) {
   out[0] = first, out[1] = prev, out[2] = step;
 }
 
+__global__ void tally_overruns_kernel(const dhp_deadline_state* state, uint64_t* tally, int cls) {
+  const uint64_t now = state->overruns;
+  if (cls >= 0) tally[1 + cls] += now - tally[0];
+  tally[0] = now;
+}
+
 constexpr int kMaxLenBatch = 64;
 struct LengthValues {
   int32_t q[kMaxLenBatch], k[kMaxLenBatch];
@@ -327,7 +333,7 @@ Workspace::Workspace(const Problem& p) : p_(p) {
 
 Workspace::~Workspace() {
   for (void* ptr : {q_, k_, v_, o_, static_cast<void*>(lse_), static_cast<void*>(lens_q_),
-                    static_cast<void*>(lens_k_), static_cast<void*>(deadline_state_)})
+                    static_cast<void*>(lens_k_), static_cast<void*>(deadline_state_), static_cast<void*>(tally_)})
     if (ptr) cudaFree(ptr);
 }
 
@@ -380,8 +386,22 @@ void Workspace::set_deadline(int64_t budget_ns) {
   if (budget_ns > 0 && deadline_state_ == nullptr) {
     WS_CUDA(cudaMalloc(&deadline_state_, sizeof(dhp_deadline_state)));
     WS_CUDA(cudaMemset(deadline_state_, 0, sizeof(dhp_deadline_state)));
+    WS_CUDA(cudaMalloc(&tally_, 3 * sizeof(uint64_t)));
+    WS_CUDA(cudaMemset(tally_, 0, 3 * sizeof(uint64_t)));
   }
   budget_ns_ = budget_ns;
+}
+
+void Workspace::tally_overruns(int cls, cudaStream_t stream) {
+  if (deadline_state_ == nullptr) return;
+  tally_overruns_kernel<<<1, 1, 0, stream>>>(deadline_state_, tally_, cls);
+  WS_CUDA(cudaGetLastError());
+}
+
+void Workspace::overruns_by_class(uint64_t out[2]) {
+  uint64_t h[3] = {0, 0, 0};
+  if (tally_ != nullptr) WS_CUDA(cudaMemcpy(h, tally_, sizeof h, cudaMemcpyDeviceToHost));
+  out[0] = h[1], out[1] = h[2];
 }
 
 uint64_t Workspace::deadline_overruns() {

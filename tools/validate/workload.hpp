@@ -76,6 +76,11 @@ class Workspace {
   void set_deadline(int64_t budget_ns);
   int64_t deadline() const { return budget_ns_; }
   uint64_t deadline_overruns();  // synchronises; 0 without a deadline
+  // Per-class overrun tally (timing test): enqueued after a timed launch,
+  // outside its events, adds the overruns since the last tally to class
+  // `cls` (cls < 0: only takes the current count as the base).
+  void tally_overruns(int cls, cudaStream_t stream);
+  void overruns_by_class(uint64_t out[2]);  // synchronises
 
   const Problem& problem() const { return p_; }
 
@@ -85,6 +90,7 @@ class Workspace {
   float* lse_ = nullptr;
   int32_t *lens_q_ = nullptr, *lens_k_ = nullptr;
   dhp_deadline_state* deadline_state_ = nullptr;
+  uint64_t* tally_ = nullptr;  // [0] overruns at the last tally, [1 + class] overruns per class
   int64_t budget_ns_ = 0;
   std::string error_;
   Params params() const;
