@@ -97,6 +97,52 @@ double reference_error(const Problem& p, const std::vector<uint16_t>& o, int64_t
 
 uint64_t fresh_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
+// A zeroed deadline state in device memory, or nullptr.
+dhp_deadline_state* new_state() {
+  dhp_deadline_state* state = nullptr;
+  if (cudaMalloc(&state, sizeof(dhp_deadline_state)) != cudaSuccess) return nullptr;
+  if (cudaMemset(state, 0, sizeof(dhp_deadline_state)) != cudaSuccess) {
+    cudaFree(state);
+    return nullptr;
+  }
+  return state;
+}
+
+dhp_deadline_state read_state(const dhp_deadline_state* state) {
+  dhp_deadline_state host{};
+  EXPECT_EQ(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  return host;
+}
+
+// Device time, in ns, of what `enqueue` puts on `stream`, between two
+// events; -1 where a CUDA call fails (so every bound checked on it fails).
+class EventTimer {
+ public:
+  EventTimer() {
+    cudaEventCreate(&ev_[0]);
+    cudaEventCreate(&ev_[1]);
+  }
+  ~EventTimer() {
+    cudaEventDestroy(ev_[0]);
+    cudaEventDestroy(ev_[1]);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  template <typename Enqueue>
+  double ns(cudaStream_t stream, Enqueue&& enqueue) {
+    if (cudaEventRecord(ev_[0], stream) != cudaSuccess) return -1;
+    enqueue();
+    float ms = 0;
+    if (cudaEventRecord(ev_[1], stream) != cudaSuccess || cudaEventSynchronize(ev_[1]) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, ev_[0], ev_[1]) != cudaSuccess)
+      return -1;
+    return ms * 1e6;
+  }
+
+ private:
+  cudaEvent_t ev_[2] = {};
+};
+
 // The decode path (GQA 32/8, S_q 1: the narrow kernel, chunks and the
 // combine, V's copy for the key lengths) and a dense causal call.
 const Problem kShapes[] = {
@@ -113,12 +159,9 @@ TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
     make_problem(p, seed);
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    dhp_deadline_state* state = nullptr;
-    CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
-    CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
-    cudaEvent_t ev[2];
-    CUDA_OK(cudaEventCreate(&ev[0]));
-    CUDA_OK(cudaEventCreate(&ev[1]));
+    dhp_deadline_state* state = new_state();
+    ASSERT_NE(state, nullptr);
+    EventTimer timer;
 
     Params plain = params_of(p, stream);
     CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));  // poison: 0xffff is a NaN
@@ -132,24 +175,19 @@ TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
     timed.deadline_state = state;
     for (int call = 0; call < 3; ++call) {
       CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
-      CUDA_OK(cudaEventRecord(ev[0], stream));
-      const Status s = attention_forward(timed);
+      Status s;
+      const double ns = timer.ns(stream, [&] { s = attention_forward(timed); });
       ASSERT_TRUE(s) << s.message;
-      CUDA_OK(cudaEventRecord(ev[1], stream));
-      CUDA_OK(cudaEventSynchronize(ev[1]));
-      float ms = 0;
-      CUDA_OK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
       // The events bracket the start stamp and the wait; 2 µs covers the
       // clocks' resolutions (the GPU timer's tick, the events' 0.5 µs).
-      EXPECT_GE(ms * 1e6, kBudgetNs - 2000) << "call " << call << " ended before its deadline";
-      EXPECT_LE(ms * 1e6, kBudgetNs + 1'000'000) << "call " << call << " waited far past its deadline";
+      EXPECT_GE(ns, kBudgetNs - 2000) << "call " << call << " ended before its deadline";
+      EXPECT_LE(ns, kBudgetNs + 1'000'000) << "call " << call << " waited far past its deadline";
       CUDA_OK(cudaMemcpy(o_deadline.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
       int64_t differ = 0;
       for (int64_t i = 0; i < p.nq(); ++i) differ += o_deadline[i] != o_plain[i];
       EXPECT_EQ(differ, 0) << "call " << call << ": the deadline changed the output";
     }
-    dhp_deadline_state host{};
-    CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+    const dhp_deadline_state host = read_state(state);
     EXPECT_EQ(host.overruns, 0u);
     EXPECT_GT(host.start_ns, 0u);
     EXPECT_GT(host.last_work_ns, 0u);
@@ -158,8 +196,6 @@ TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
     EXPECT_LE(reference_error(p, o_deadline, &nan), o_tolerance(DType::kFloat16));
     EXPECT_EQ(nan, 0) << "NaN (or the poison) in the output";
 
-    cudaEventDestroy(ev[0]);
-    cudaEventDestroy(ev[1]);
     cudaFree(state);
     cudaStreamDestroy(stream);
     free_problem(p);
@@ -175,9 +211,8 @@ TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   make_problem(p, seed);
-  dhp_deadline_state* state = nullptr;
-  CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
-  CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
+  dhp_deadline_state* state = new_state();
+  ASSERT_NE(state, nullptr);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   Params a = params_of(p, stream);
@@ -188,7 +223,7 @@ TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
   for (int call = 0; call < 4; ++call) {
     ASSERT_TRUE(attention_forward(a));
     CUDA_OK(cudaStreamSynchronize(stream));
-    CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+    host = read_state(state);
     // The shortest: the first call pays lazy loading (session 48 saw 61 µs
     // there against about 45 after it).
     work_ns = std::min<uint64_t>(work_ns, host.last_work_ns);
@@ -196,23 +231,16 @@ TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
   EXPECT_EQ(host.overruns, 4u);
   EXPECT_GT(work_ns, 1u);
   a.time_budget_ns = static_cast<int64_t>(work_ns * 2 / 3);
-  cudaEvent_t ev[2];
-  CUDA_OK(cudaEventCreate(&ev[0]));
-  CUDA_OK(cudaEventCreate(&ev[1]));
+  EventTimer timer;
   for (int call = 0; call < 3; ++call) {
     CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
-    CUDA_OK(cudaEventRecord(ev[0], stream));
-    ASSERT_TRUE(attention_forward(a));
-    CUDA_OK(cudaEventRecord(ev[1], stream));
-    CUDA_OK(cudaEventSynchronize(ev[1]));
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
-    EXPECT_GE(ms * 1e6, 2.0 * a.time_budget_ns - 2000) << "call " << call << ": an overrun ends at two budgets";
+    Status s;
+    const double ns = timer.ns(stream, [&] { s = attention_forward(a); });
+    ASSERT_TRUE(s) << s.message;
+    EXPECT_GE(ns, 2.0 * a.time_budget_ns - 2000) << "call " << call << ": an overrun ends at two budgets";
   }
-  CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
+  host = read_state(state);
   EXPECT_EQ(host.overruns, 7u) << "work " << work_ns << " ns, budget " << a.time_budget_ns << " ns";
-  cudaEventDestroy(ev[0]);
-  cudaEventDestroy(ev[1]);
   cudaStreamDestroy(stream);
   std::vector<uint16_t> o(p.nq());
   CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
@@ -234,9 +262,8 @@ TEST(Deadline, GraphReplayKeepsTheDeadline) {
   make_problem(p, seed);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  dhp_deadline_state* state = nullptr;
-  CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
-  CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
+  dhp_deadline_state* state = new_state();
+  ASSERT_NE(state, nullptr);
   Params a = params_of(p, stream);
   a.time_budget_ns = kBudgetNs;
   a.deadline_state = state;
@@ -247,30 +274,21 @@ TEST(Deadline, GraphReplayKeepsTheDeadline) {
   CUDA_OK(cudaStreamEndCapture(stream, &graph));
   ASSERT_TRUE(captured) << captured.message;
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t ev[2];
-  CUDA_OK(cudaEventCreate(&ev[0]));
-  CUDA_OK(cudaEventCreate(&ev[1]));
+  EventTimer timer;
   for (int replay = 0; replay < 4; ++replay) {
     CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
-    CUDA_OK(cudaEventRecord(ev[0], stream));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaEventRecord(ev[1], stream));
-    CUDA_OK(cudaEventSynchronize(ev[1]));
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
-    EXPECT_GE(ms * 1e6, kBudgetNs - 2000) << "replay " << replay;
-    EXPECT_LE(ms * 1e6, kBudgetNs + 1'000'000) << "replay " << replay;
+    cudaError_t launched = cudaSuccess;
+    const double ns = timer.ns(stream, [&] { launched = cudaGraphLaunch(exec, stream); });
+    CUDA_OK(launched);
+    EXPECT_GE(ns, kBudgetNs - 2000) << "replay " << replay;
+    EXPECT_LE(ns, kBudgetNs + 1'000'000) << "replay " << replay;
   }
-  dhp_deadline_state host{};
-  CUDA_OK(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost));
-  EXPECT_EQ(host.overruns, 0u);
+  EXPECT_EQ(read_state(state).overruns, 0u);
   std::vector<uint16_t> o(p.nq());
   CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
   int64_t nan = 0;
   EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
   EXPECT_EQ(nan, 0);
-  cudaEventDestroy(ev[0]);
-  cudaEventDestroy(ev[1]);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaFree(state);

@@ -52,15 +52,22 @@ __global__ void gen_normal_kernel(GenTargets t, uint64_t seed, int bf16, int zer
   }
 }
 
+// %globaltimer: the GPU's nanosecond clock (the deadline's, and the hold's).
+__device__ __forceinline__ uint64_t gpu_time_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // The GPU clock's update period (the deadline's tick): one thread reads
 // %globaltimer until it has changed `changes` times; out = {first, last
 // reading, smallest step}.
+
 __global__ void timer_tick_kernel(uint64_t* out, int changes) {
-  uint64_t first, t, prev, step = ~uint64_t{0};
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(first));
-  prev = first;
+  const uint64_t first = gpu_time_ns();
+  uint64_t prev = first, step = ~uint64_t{0};
   for (int seen = 0; seen < changes;) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    const uint64_t t = gpu_time_ns();
     if (t != prev) {
       step = t - prev < step ? t - prev : step;
       prev = t;
@@ -90,12 +97,10 @@ __global__ void set_lengths_kernel(int32_t* lq, int32_t* lk, LengthValues v) {
 }
 
 __global__ void hold_kernel(volatile int* flags, int slot) {
-  uint64_t t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const uint64_t t0 = gpu_time_ns();
   do {
     if (flags[slot]) return;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < 200000000ull);
+  } while (gpu_time_ns() - t0 < 200000000ull);
   flags[2] += 1;  // one hold at a time (stream order): no race
 }
 
