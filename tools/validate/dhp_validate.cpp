@@ -5,7 +5,8 @@
 //
 //   dhp_validate classes  [config] --out F   gate 1: one launch per input class (run under ncu)
 //   dhp_validate dudect   [config] --test values|lengths --measurements N --out F
-//                         [--deadline auto|NS [--deadline-margin PCT] [--deadline-slack-ns NS]]  (threat model §8)
+//                         [--deadline auto|NS [--deadline-margin PCT] [--deadline-slack-ns NS]
+//                          [--deadline-probe 1]]  (threat model §8; the probe: a diagnostic)
 //   dhp_validate repro    [config] --launches N --out F    gate 3
 //   dhp_validate sanitize                    small launches for compute-sanitizer
 //   dhp_validate profile  [config]           warm-up + one launch (scripts/ncu-profile)
@@ -141,6 +142,35 @@ bool ok_calibrate(Workspace& ws, StreamHold& hold, int n, std::vector<cudaEvent_
   return true;
 }
 
+// --deadline-probe's summary: per class, the mean of each record field over
+// the tested launches (from `first`), and Welch's t between the classes.
+// The post-deadline time counts launches without an overrun of their own
+// only. Printed, and returned as JSON.
+std::string deadline_probe_summary(const std::vector<float>& rec, const std::vector<Sample>& all, int64_t first) {
+  if (rec.size() < all.size() * 4) return "null";
+  static const char* const kNames[3] = {"work_ns", "post_ns", "sm_mhz"};
+  Moments m[3][2];
+  for (size_t i = static_cast<size_t>(first); i < all.size(); ++i) {
+    const float* r = &rec[4 * i];
+    const bool overran = i > 0 && r[3] != rec[4 * (i - 1) + 3];
+    const int c = all[i].cls;
+    m[0][c].add(r[0]);
+    if (!overran) m[1][c].add(r[1]);
+    m[2][c].add(r[2]);
+  }
+  std::ostringstream js;
+  js << "{";
+  for (int k = 0; k < 3; ++k) {
+    const double t = welch_t(m[k][0], m[k][1]);
+    std::printf("deadline probe: %-7s fixed %.3f  random %.3f  (n %.0f / %.0f)  t %.2f\n", kNames[k], m[k][0].mean,
+                m[k][1].mean, m[k][0].n, m[k][1].n, t);
+    js << (k ? "," : "") << jstr(kNames[k]) << ":{\"fixed\":" << jnum(m[k][0].mean) << ",\"random\":"
+       << jnum(m[k][1].mean) << ",\"t\":" << jnum(t) << "}";
+  }
+  js << "}";
+  return js.str();
+}
+
 // ---------------------------------------------------------------------------
 // Timing leakage test. Class 0 = fixed, 1 = random, drawn per launch. Both
 // classes run the same preparation (the value generator and the length
@@ -226,6 +256,9 @@ int run_dudect(const Problem& p, const Flags& f) {
       return fail_usage("--deadline: auto or a budget in ns (> 0), got '" + deadline + "'");
   }
   ws.set_deadline(budget_ns);
+  // Diagnostic, not a gate: --deadline-probe 1 records, after each timed
+  // launch, its work and its end on the GPU clock and the SM clock.
+  const bool probe = budget_ns > 0 && f.num("--deadline-probe", 0) != 0;
   // One untimed deadline call: the deadline kernels' lazy loading must not
   // run inside a hold either (session 48: it starved the first batch, whose
   // calls then waited for the host past their deadline).
@@ -263,6 +296,7 @@ int run_dudect(const Problem& p, const Flags& f) {
       const Status st = ws.forward(stream);
       cudaEventRecord(ev[slot][2 * j + 1], stream);
       if (budget_ns > 0) ws.tally_overruns(c, stream);  // after the end event: outside the timed span
+      if (probe) ws.probe_deadline(enqueued + j, total, stream);
       if (!st) { std::fprintf(stderr, "launch: %s\n", st.message.c_str()); ok = false; }
     }
     hold.release(slot);
@@ -285,6 +319,7 @@ int run_dudect(const Problem& p, const Flags& f) {
   uint64_t overruns_by[2] = {0, 0};
   ws.overruns_by_class(overruns_by);
   const TimerTick tick = budget_ns > 0 ? measure_timer_tick() : TimerTick{};
+  const std::string probe_json = probe ? deadline_probe_summary(ws.probe_records(total), all, warmup + calib) : "null";
 
   // Warm-up discarded; the calibration set fixes the crop thresholds (and is
   // not tested, as in dudect); the rest is tested at doubling checkpoints.
@@ -317,7 +352,7 @@ int run_dudect(const Problem& p, const Flags& f) {
      << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal")
      << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
      << ",\"deadline_overruns\":" << overruns << ",\"deadline_overruns_by_class\":[" << overruns_by[0] << ","
-     << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns)
+     << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns) << ",\"deadline_probe\":" << probe_json
      << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
   for (int c = 0; c < 2; ++c) {
     Moments m;

@@ -83,6 +83,27 @@ __global__ void tally_overruns_kernel(const dhp_deadline_state* state, uint64_t*
   tally[0] = now;
 }
 
+// Diagnostic (dhp_validate dudect --deadline-probe): where a deadline call's
+// residual lives. Enqueued after a timed launch's end event; record i gets
+// {the call's work on the GPU clock (arrival - start), the time from the
+// call's deadline to this kernel (post), the SM clock in MHz over 32 ticks
+// of the GPU clock from a tick's edge, the overrun count so far}.
+__global__ void deadline_probe_kernel(const dhp_deadline_state* state, int64_t budget_ns, float* rec, int64_t i) {
+  const uint64_t now = gpu_time_ns();
+  uint64_t t0;
+  while ((t0 = gpu_time_ns()) == now) {
+  }
+  const long long c0 = clock64();
+  while (gpu_time_ns() < t0 + 1024) {
+  }
+  const long long c1 = clock64();
+  float* r = rec + 4 * i;
+  r[0] = static_cast<float>(state->last_work_ns);
+  r[1] = static_cast<float>(static_cast<int64_t>(now - state->start_ns) - budget_ns);
+  r[2] = static_cast<float>(c1 - c0) * (1000.0f / 1024.0f);
+  r[3] = static_cast<float>(state->overruns);
+}
+
 constexpr int kMaxLenBatch = 64;
 struct LengthValues {
   int32_t q[kMaxLenBatch], k[kMaxLenBatch];
@@ -338,7 +359,8 @@ Workspace::Workspace(const Problem& p) : p_(p) {
 
 Workspace::~Workspace() {
   for (void* ptr : {q_, k_, v_, o_, static_cast<void*>(lse_), static_cast<void*>(lens_q_),
-                    static_cast<void*>(lens_k_), static_cast<void*>(deadline_state_), static_cast<void*>(tally_)})
+                    static_cast<void*>(lens_k_), static_cast<void*>(deadline_state_), static_cast<void*>(tally_),
+                    static_cast<void*>(probe_)})
     if (ptr) cudaFree(ptr);
 }
 
@@ -407,6 +429,22 @@ void Workspace::overruns_by_class(uint64_t out[2]) {
   uint64_t h[3] = {0, 0, 0};
   if (tally_ != nullptr) WS_CUDA(cudaMemcpy(h, tally_, sizeof h, cudaMemcpyDeviceToHost));
   out[0] = h[1], out[1] = h[2];
+}
+
+void Workspace::probe_deadline(int64_t i, int64_t count, cudaStream_t stream) {
+  if (deadline_state_ == nullptr) return;
+  if (probe_ == nullptr) WS_CUDA(cudaMalloc(&probe_, static_cast<size_t>(count) * 4 * sizeof(float)));
+  if (probe_ == nullptr) return;
+  deadline_probe_kernel<<<1, 1, 0, stream>>>(deadline_state_, budget_ns_, probe_, i);
+  WS_CUDA(cudaGetLastError());
+}
+
+std::vector<float> Workspace::probe_records(int64_t count) {
+  std::vector<float> h;
+  if (probe_ == nullptr) return h;
+  h.resize(static_cast<size_t>(count) * 4);
+  WS_CUDA(cudaMemcpy(h.data(), probe_, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return h;
 }
 
 uint64_t Workspace::deadline_overruns() {

@@ -81,6 +81,11 @@ class Workspace {
   // `cls` (cls < 0: only takes the current count as the base).
   void tally_overruns(int cls, cudaStream_t stream);
   void overruns_by_class(uint64_t out[2]);  // synchronises
+  // Diagnostic (--deadline-probe): after timed launch i of `count`, record
+  // {work ns, ns from the deadline to the probe, SM clock MHz, overruns so
+  // far} (deadline_probe_kernel); probe_records reads all back (synchronises).
+  void probe_deadline(int64_t i, int64_t count, cudaStream_t stream);
+  std::vector<float> probe_records(int64_t count);
 
   const Problem& problem() const { return p_; }
 
@@ -91,6 +96,7 @@ class Workspace {
   int32_t *lens_q_ = nullptr, *lens_k_ = nullptr;
   dhp_deadline_state* deadline_state_ = nullptr;
   uint64_t* tally_ = nullptr;  // [0] overruns at the last tally, [1 + class] overruns per class
+  float* probe_ = nullptr;     // 4 floats per timed launch (--deadline-probe)
   int64_t budget_ns_ = 0;
   std::string error_;
   Params params() const;
