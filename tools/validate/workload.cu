@@ -358,6 +358,7 @@ Workspace::Workspace(const Problem& p) : p_(p) {
 }
 
 Workspace::~Workspace() {
+  if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
   for (void* ptr : {q_, k_, v_, o_, static_cast<void*>(lse_), static_cast<void*>(lens_q_),
                     static_cast<void*>(lens_k_), static_cast<void*>(deadline_state_), static_cast<void*>(tally_),
                     static_cast<void*>(probe_)})
@@ -452,6 +453,26 @@ uint64_t Workspace::deadline_overruns() {
   dhp_deadline_state h{};
   WS_CUDA(cudaMemcpy(&h, deadline_state_, sizeof h, cudaMemcpyDeviceToHost));
   return h.overruns;
+}
+
+Status Workspace::capture_forward(cudaStream_t stream) {
+  if (graph_ != nullptr) return Status{DHP_ERROR_INVALID_ARGUMENT, "forward already captured"};
+  WS_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status st = forward(stream);
+  cudaGraph_t g = nullptr;
+  WS_CUDA(cudaStreamEndCapture(stream, &g));
+  if (!st) return st;
+  if (g != nullptr) WS_CUDA(cudaGraphInstantiate(&graph_, g, 0));
+  if (g != nullptr) cudaGraphDestroy(g);
+  if (!error_.empty()) return Status{DHP_ERROR_CUDA, error_};
+  return Status{};
+}
+
+Status Workspace::replay_forward(cudaStream_t stream) {
+  if (graph_ == nullptr) return Status{DHP_ERROR_INVALID_ARGUMENT, "no captured forward"};
+  WS_CUDA(cudaGraphLaunch(graph_, stream));
+  if (!error_.empty()) return Status{DHP_ERROR_CUDA, error_};
+  return Status{};
 }
 
 Status Workspace::forward(cudaStream_t stream) {

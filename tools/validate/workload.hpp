@@ -61,6 +61,10 @@ class Workspace {
   void upload(const HostInputs& in);  // Q/K/V/lengths; errors land in error()
   void poison_outputs();              // 0xFF..: a NaN pattern no kernel writes
   Status forward(cudaStream_t stream = nullptr);  // one launch of the kernel under test
+  // forward() captured once into a CUDA graph (with the deadline set now, if
+  // any), and its replay: the call as a graph user makes it.
+  Status capture_forward(cudaStream_t stream);
+  Status replay_forward(cudaStream_t stream);
   // Outputs as raw bits (o in BSHD, lse [B, H, S]).
   void download(std::vector<uint16_t>& o, std::vector<uint32_t>& lse);
   // Timing-test preparation, enqueued on `stream` (all device-side, so the
@@ -97,6 +101,7 @@ class Workspace {
   dhp_deadline_state* deadline_state_ = nullptr;
   uint64_t* tally_ = nullptr;  // [0] overruns at the last tally, [1 + class] overruns per class
   float* probe_ = nullptr;     // 4 floats per timed launch (--deadline-probe)
+  cudaGraphExec_t graph_ = nullptr;
   int64_t budget_ns_ = 0;
   std::string error_;
   Params params() const;
