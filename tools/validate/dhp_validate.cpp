@@ -8,6 +8,7 @@
 //                         [--deadline auto|NS [--deadline-margin PCT] [--deadline-slack-ns NS]
 //                          [--deadline-probe 1]]  (threat model §8; the probe: a diagnostic)
 //                         [--graph 1]   the timed call as a CUDA graph replay
+//                         [--null 1]    A/A control: both classes get the fixed inputs
 //   dhp_validate repro    [config] --launches N --out F    gate 3
 //   dhp_validate sanitize                    small launches for compute-sanitizer
 //   dhp_validate profile  [config]           warm-up + one launch (scripts/ncu-profile)
@@ -275,6 +276,10 @@ int run_dudect(const Problem& p, const Flags& f) {
   // --graph 1: the timed launch replays forward() captured in a CUDA graph
   // (after the untimed launches above, so lazy loading is done).
   const bool graph = f.num("--graph", 0) != 0;
+  // --null 1: an A/A control of the harness itself -- both classes get the
+  // fixed inputs, so any |t| above the threshold is the harness's, not the
+  // kernel's.
+  const bool null_run = f.num("--null", 0) != 0;
   if (graph) {
     const Status cap = ws.capture_forward(stream);
     if (!cap || !ws.replay_forward(stream) || cudaStreamSynchronize(stream) != cudaSuccess)
@@ -297,13 +302,21 @@ int run_dudect(const Problem& p, const Flags& f) {
     for (int j = 0; ok && j < n; ++j) {
       const uint8_t c = coin(rng) ? 1 : 0;
       cls[slot][j] = c;
+      // A null run gives the random class the fixed class's inputs, through
+      // the same host path (the random draws are made and dropped).
       if (test == "values") {
-        ws.generate_values(c ? ++fresh : fixed_seed, stream, !c && fixed_zeros);
+        const uint64_t drawn = ++fresh;
+        ws.generate_values(c && !null_run ? drawn : fixed_seed, stream, (!c || null_run) && fixed_zeros);
         ws.set_lengths(full_lq, full_lk, stream);
       } else {
         ws.generate_values(fixed_seed, stream);
-        if (c) ws.set_lengths(random_lengths(p.batch, p.seqlen_q, rng), random_lengths(p.batch, p.seqlen_k, rng), stream);
-        else ws.set_lengths(fixed_lq, fixed_lk, stream);
+        if (c) {
+          const auto lq = random_lengths(p.batch, p.seqlen_q, rng), lk = random_lengths(p.batch, p.seqlen_k, rng);
+          if (null_run) ws.set_lengths(fixed_lq, fixed_lk, stream);
+          else ws.set_lengths(lq, lk, stream);
+        } else {
+          ws.set_lengths(fixed_lq, fixed_lk, stream);
+        }
       }
       cudaEventRecord(ev[slot][2 * j], stream);
       const Status st = graph ? ws.replay_forward(stream) : ws.forward(stream);
@@ -366,7 +379,7 @@ int run_dudect(const Problem& p, const Flags& f) {
      << ",\"seed\":" << seed << ",\"warmup\":" << warmup << ",\"calibration\":" << calib
      << ",\"measurements\":" << n_meas << ",\"fixed_length\":" << fixed_len
      << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal")
-     << ",\"graph\":" << (graph ? "true" : "false") << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
+     << ",\"graph\":" << (graph ? "true" : "false") << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
      << ",\"deadline_overruns\":" << overruns << ",\"deadline_overruns_by_class\":[" << overruns_by[0] << ","
      << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns) << ",\"deadline_probe\":" << probe_json
      << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
