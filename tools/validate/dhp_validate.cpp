@@ -430,8 +430,9 @@ struct Outputs {
   std::vector<uint32_t> lse;
 };
 
-std::string run_once(const Problem& p, const HostInputs& in, Outputs& out) {
+std::string run_once(const Problem& p, const HostInputs& in, Outputs& out, int64_t budget_ns = 0) {
   Workspace ws(p);
+  ws.set_deadline(budget_ns);
   ws.upload(in);
   ws.poison_outputs();
   const Status st = ws.forward();
@@ -587,6 +588,19 @@ int run_sanitize() {
     Outputs out;
     const std::string err = run_once(p, make_class(p, c.lm == LengthMode::kNone ? "normal" : "nan-padding", 11), out);
     std::printf("sanitize %s: %s\n", p.describe().c_str(), err.empty() ? "ran" : err.c_str());
+    if (!err.empty()) return 2;
+  }
+  // The deadline kernels (threat model §8; kernels/common/deadline.cu)
+  // around a small call: a budget of 50 ms, which a call under a sanitizer
+  // meets (the wait), and one of 20 us, which it cannot (the overrun path).
+  for (const int64_t budget_ns : {int64_t{50'000'000}, int64_t{20'000}}) {
+    Problem p;
+    p.dtype = DType::kFloat16; p.batch = 2; p.heads_q = 4; p.heads_kv = 2; p.seqlen_q = 77;
+    p.seqlen_k = 77; p.head_dim = 64; p.causal = true; p.lengths = LengthMode::kSeparate; p.with_lse = true;
+    Outputs out;
+    const std::string err = run_once(p, make_class(p, "nan-padding", 11), out, budget_ns);
+    std::printf("sanitize %s, deadline %lld ns: %s\n", p.describe().c_str(), static_cast<long long>(budget_ns),
+                err.empty() ? "ran" : err.c_str());
     if (!err.empty()) return 2;
   }
   return 0;

@@ -151,6 +151,10 @@ DUDECT = [
     ("large lengths, deadline", LARGE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
     ("decode lengths, deadline", DECODE, "lengths", 100_000, 2_000, "PASS", "--deadline auto"),
     ("small lengths, deadline", SMALL, "lengths", 1_000_000, 20_000, "PASS", "--deadline auto"),
+    # The harness's own A/A control on the same path: both classes get the
+    # fixed lengths (the random draws made and dropped). It must pass, or a
+    # failure of the row above could be the harness's (session 49: 1.36).
+    ("small lengths, deadline, A/A", SMALL, "lengths", 1_000_000, 20_000, "PASS", "--deadline auto --null 1"),
 ]
 CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL", ""),
                   ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS", "")]
@@ -163,6 +167,12 @@ EXTRA = [
     ("small values, fixed all-zero", SMALL, "values", 1_000_000, 20_000, "info", "--fixed-values zeros"),
     ("large values, fixed all-zero, deadline", LARGE, "values", 100_000, 2_000, "info",
      "--fixed-values zeros --deadline auto"),
+    # Where the small call's residual under the deadline lives (session 49):
+    # per class, the work and the time past the deadline on the GPU clock,
+    # the SM clock after the call; and the call as a CUDA graph replay.
+    ("small lengths, deadline, probe", SMALL, "lengths", 1_000_000, 20_000, "info",
+     "--deadline auto --deadline-probe 1"),
+    ("small lengths, deadline, graph", SMALL, "lengths", 1_000_000, 20_000, "info", "--deadline auto --graph 1"),
 ]
 REPRO = [
     ("fp16 D64 causal separate GQA", "--dtype fp16 --batch 4 --heads 8 --heads-kv 2 --seqlen 512 --head-dim 64 --causal --lengths separate"),
@@ -507,13 +517,17 @@ def dudect_runs(ctx, runs, recs, key):
         fin = rec.get("curve", [{}])[-1]
         if "classes" in rec:
             detail = (f"n={fin.get('n')} max|t|={float(fin.get('max_abs_t', 0)):.2f} ({fin.get('worst')}), "
-                      f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us"
+                      f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us, "
+                      f"mean fixed - random {(rec['classes'][0]['mean_us'] - rec['classes'][1]['mean_us']) * 1000:+.2f} ns"
                       + (f", {rec['host_starved']} host-starved batches" if rec.get("host_starved") else "")
                       + (f", deadline {rec['deadline_ns'] / 1000:.1f} us (slowest calibration call "
                          f"{float(rec['deadline_calib_max_us']):.1f} us), {rec['deadline_overruns']} overruns "
                          f"(fixed/random {'/'.join(map(str, rec.get('deadline_overruns_by_class', [])))}), "
                          f"GPU clock tick {float(rec.get('timer_tick_ns', 0)):.0f} ns"
-                         if rec.get("deadline_ns") else ""))
+                         if rec.get("deadline_ns") else "")
+                      + "".join(f", probe {k} fixed - random {v['fixed'] - v['random']:+.3f} (t {v['t']:.2f})"
+                                for k, v in (rec.get("deadline_probe") or {}).items())
+                      + (", graph replay" if rec.get("graph") else "") + (", A/A" if rec.get("null_run") else ""))
         else:
             detail = (out.strip().splitlines() or [f"exit {rc}"])[-1][:160]
         ctx.rows.append(verdict_row(f"1 timing ({test})", name, expect, result, detail))
