@@ -20,7 +20,8 @@ from typing import Any, Optional
 from . import _core
 from ._core import HEAD_DIMS, LAYOUTS
 
-__all__ = ["attention", "attention_into", "deadline_state", "is_available", "HEAD_DIMS", "LAYOUTS", "__version__"]
+__all__ = ["attention", "attention_into", "calibrate_time_budget", "deadline_state", "is_available", "HEAD_DIMS",
+           "LAYOUTS", "__version__"]
 
 try:
     from importlib.metadata import version as _version
@@ -30,6 +31,7 @@ except Exception:  # running from a source or build tree
     __version__ = "0.2.0"
 
 torch = _core.torch
+from ._deadline import calibrate_time_budget, deadline_state  # noqa: E402
 if torch is not None:
     from . import _torch_ops  # noqa: F401  (registers torch.ops.dhp.attention)
 
@@ -112,13 +114,14 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
     time_budget_ns, deadline_state: the deadline (threat model §8): the call
     ends on the GPU at its start + time_budget_ns (1 ns .. 10 s) on the GPU's
     nanosecond clock, not the SM clock, so that its duration does not follow
-    the secret lengths' effect on power (a residual of about 2 ns per 20 µs
-    call was measured). deadline_state: int64 [3] on q's device, zeroed once
+    the secret lengths' effect on power (a residual of 0-5 ns per 20 µs call
+    remains, after the deadline, of either sign from run to run; sessions
+    48-49). deadline_state: int64 [3] on q's device, zeroed once
     (deadline_state() makes one), one per stream in flight; the call writes
     (start_ns, overruns, last_work_ns) there. Calibrate the budget on public
-    inputs (full lengths, random values) and keep overruns at 0: an overrun
-    waits for a later multiple of the budget, and slower inputs overrun more
-    often."""
+    inputs (calibrate_time_budget: full lengths, random values) and keep
+    overruns at 0: an overrun waits for a later multiple of the budget, and
+    slower inputs overrun more often."""
     kw = dict(causal=causal, scale=scale, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k, layout=layout)
     q_info = _core.describe(q, "q")
     state_info = None if deadline_state is None else _core.describe(deadline_state, "deadline_state")
@@ -136,12 +139,3 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
             _core.producer_stream([q_info, k_info, v_info, o_info, lse_info, state_info, *lens.values()])
     _core.launch(p, q_info, k_info, v_info, o_info.ptr, o_strides, lse_ptr=lse_ptr, causal=causal, scale=scale,
                  time_budget_ns=time_budget_ns, deadline_state=state_info, stream=_core.stream_handle(stream), **lens)
-
-
-def deadline_state(device=None):
-    """A zeroed int64 [3] torch tensor for attention_into's deadline_state
-    (start_ns, overruns, last_work_ns), on `device` (default: the current
-    CUDA device). Needs PyTorch; other frameworks pass any int64 [3] array."""
-    if torch is None:
-        raise ImportError("dhp_attention.deadline_state needs PyTorch; pass an int64 [3] CUDA array instead")
-    return torch.zeros(3, dtype=torch.int64, device="cuda" if device is None else device)

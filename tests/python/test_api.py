@@ -151,6 +151,34 @@ def test_library_checks_the_deadline_before_launch(case, match):
     raises(ValueError, match, dhp_attention.attention_into, q, k, v, out, **case)
 
 
+@needs_torch
+@pytest.mark.parametrize("case, exc, match", [
+    # calibrate_time_budget (the deadline's budget on public inputs): its own
+    # arguments, then the library's checks of the shapes it was given, all
+    # before it allocates or launches anything.
+    (dict(q=FakeCudaArray((2, 64, 8, 64))), TypeError, r"^q: calibrate_time_budget takes torch tensors"),
+    (dict(seqlens_k=np.full(2, 64, np.int32)), TypeError, r"^seqlens_k: calibrate_time_budget takes torch tensors"),
+    (dict(calls=0), ValueError, r"^calls: must be an int in 1 \.\. 1000000 \(got 0\)"),
+    (dict(calls=2.5), ValueError, r"^calls: must be an int"),
+    (dict(margin=-0.01), ValueError, r"^margin: must be a fraction in 0 \.\. 10"),
+    (dict(slack_ns=1.5), ValueError, r"^slack_ns: must be an int of ns"),
+    (dict(), ValueError, r"^q: must be on a CUDA device, got cpu"),
+])
+def test_calibration_checks_its_arguments_first(case, exc, match):
+    q = case.pop("q", None)
+    if q is None:
+        q = torch.empty(2, 64, 8, 64, dtype=torch.float16)  # CPU: the library's device rule rejects it
+    k = v = torch.empty(2, 64, 8, 64, dtype=torch.float16)
+    raises(exc, match, dhp_attention.calibrate_time_budget, q, k, v, **case)
+
+
+def test_calibration_without_torch_says_so(monkeypatch):
+    from dhp_attention import _deadline
+    monkeypatch.setattr(_deadline, "torch", None)
+    raises(ImportError, r"calibrate_time_budget needs PyTorch", dhp_attention.calibrate_time_budget, *qkv()[:3])
+    raises(ImportError, r"deadline_state needs PyTorch", dhp_attention.deadline_state)
+
+
 def test_library_limits_and_overlaps_run_before_launch():
     # Sizes past the library's limits (Python has none of its own).
     q, k, v, out = qkv(B=70000)

@@ -202,6 +202,45 @@ def test_deadline_pads_the_call_and_keeps_the_bits():
     assert torch.equal(out, plain)
 
 
+def test_calibrated_budget_covers_the_calls_without_overrun():
+    # calibrate_time_budget on the gate's small call (causal, secret lengths):
+    # it must not touch the caller's tensors, its budget must lie above the
+    # plain call and within reason, and calls under it -- on real random
+    # lengths, back to back -- must last at least the budget and not overrun.
+    B, S, H, D = 1, 512, 8, 64
+    q, k, v = make_qkv(B, S, S, H, H, D, torch.float16)
+    lq = torch.randint(0, S + 1, (B,), dtype=torch.int32, device="cuda")
+    lk = torch.randint(0, S + 1, (B,), dtype=torch.int32, device="cuda")
+    before = [t.clone() for t in (q, k, v, lq, lk)]
+    budget = dhp_attention.calibrate_time_budget(q, k, v, causal=True, seqlens_q=lq, seqlens_k=lk)
+    assert all(torch.equal(a, b) for a, b in zip(before, (q, k, v, lq, lk))), "calibration changed an input"
+    out = torch.empty_like(q)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    plain = []
+    for _ in range(20):
+        start.record()
+        dhp_attention.attention_into(q, k, v, out, causal=True, seqlens_q=lq, seqlens_k=lk)
+        end.record()
+        end.synchronize()
+        plain.append(start.elapsed_time(end) * 1e6)
+    plain.sort()
+    assert plain[10] < budget < 10 * plain[10] + 50_000, (budget, plain[10])
+    state = dhp_attention.deadline_state()
+    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(64)]
+    torch.cuda._sleep(20_000_000)  # the host enqueues the 64 calls while the GPU waits
+    for a, b in evs:
+        lq.random_(0, S + 1)
+        lk.random_(0, S + 1)
+        a.record()
+        dhp_attention.attention_into(q, k, v, out, causal=True, seqlens_q=lq, seqlens_k=lk, time_budget_ns=budget,
+                                     deadline_state=state)
+        b.record()
+    torch.cuda.synchronize()
+    spans = [a.elapsed_time(b) * 1e6 for a, b in evs]
+    assert state[1].item() == 0, f"{state[1].item()} overruns under the calibrated budget"
+    assert min(spans) >= budget - 100, (min(spans), budget)  # 100 ns: the GPU clock's 32 ns tick and event rounding
+
+
 class _DLPackOnly:
     """Exposes a tensor through DLPack alone (no torch type, no CUDA array interface)."""
 

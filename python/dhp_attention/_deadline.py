@@ -1,0 +1,132 @@
+"""The deadline's helpers (threat model §8): a state for attention_into and a
+budget calibrated on public inputs.
+
+A deadline call ends on the GPU at its start + a public budget, so the budget
+must cover the slowest call the library can make for that public shape -- and
+must be found without the secret inputs, or it would follow them. The
+calibration here never reads the caller's values: it allocates buffers of the
+same shapes, strides and dtypes, fills them with fresh normal values and
+holds every length at its maximum (the most nonzero tensor-core operands: the
+highest power, the lowest SM clock, the slowest class in every measurement
+so far), and times back-to-back calls between CUDA events.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from . import _core
+
+torch = _core.torch
+
+# A GPU-side hold before each batch of timed calls: the host enqueues the
+# batch while the GPU spins, so no call's events include the host's
+# enqueueing (scripts' dhp_validate does the same with its StreamHold).
+_BATCH = 32
+_MIN_HOLD_CYCLES = 2_000_000  # about 1 ms at the H200's 1.98 GHz
+_MAX_BUDGET_NS = 10_000_000_000  # the library's limit (include/dhp/attention.h)
+
+
+def deadline_state(device=None):
+    """A zeroed int64 [3] torch tensor for attention_into's deadline_state
+    (start_ns, overruns, last_work_ns), on `device` (default: the current
+    CUDA device). Needs PyTorch; other frameworks pass any int64 [3] array."""
+    if torch is None:
+        raise ImportError("dhp_attention.deadline_state needs PyTorch; pass an int64 [3] CUDA array instead")
+    return torch.zeros(3, dtype=torch.int64, device="cuda" if device is None else device)
+
+
+def _check_calibration_args(tensors, calls, margin, slack_ns):
+    if torch is None:
+        raise ImportError("dhp_attention.calibrate_time_budget needs PyTorch")
+    for name, t in tensors.items():
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: calibrate_time_budget takes torch tensors (for their shapes, strides and "
+                            f"dtypes only), got {type(t).__name__}")
+    if isinstance(calls, bool) or not isinstance(calls, int) or not 1 <= calls <= 1_000_000:
+        raise ValueError(f"calls: must be an int in 1 .. 1000000 (got {calls!r})")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0.0 <= margin <= 10.0:
+        raise ValueError(f"margin: must be a fraction in 0 .. 10 (got {margin!r})")
+    if isinstance(slack_ns, bool) or not isinstance(slack_ns, int) or not 0 <= slack_ns <= 1_000_000_000:
+        raise ValueError(f"slack_ns: must be an int of ns in 0 .. 1000000000 (got {slack_ns!r})")
+
+
+def _public_like(t, fill_normal: bool):
+    """A buffer with t's shape, strides, dtype and device; t's values are not read."""
+    if t is None:
+        return None
+    b = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    if fill_normal:
+        b.normal_()
+    return b
+
+
+def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[float] = None, seqlens=None,
+                          seqlens_q=None, seqlens_k=None, layout: str = "bshd", with_lse: bool = False,
+                          calls: int = 2048, margin: float = 0.05, slack_ns: int = 2000, stream: Any = None) -> int:
+    """A time budget (ns) for attention_into's deadline, measured on public inputs.
+
+    q, k, v and the lengths arrays (torch CUDA tensors) give shapes, strides,
+    dtypes and the device only: their values are never read. `calls` calls
+    run on fresh normal values with every length at its maximum, back to back
+    on `stream` (default: torch's current stream) behind a GPU-side hold, each
+    timed between CUDA events (stream: a torch.cuda.Stream). Returns the slowest call's time x (1 + margin)
+    + slack_ns, which dhp_validate's timing gate uses with margin 0.05 and
+    slack 2 us (no overrun in 10^5-10^6 calls on an H200, session 48-49).
+
+    The budget covers what was measured: calls queued back to back. Where
+    calls start on an idle stream, the host's planning of the call falls
+    inside it too (the start is stamped before the launches): calibrate as
+    the calls will run, or replay them in a CUDA graph. Calibrate again after
+    a change of GPU, clocks, driver or of the other work sharing the GPU, and
+    watch deadline_state's overrun count."""
+    _check_calibration_args(dict(q=q, k=k, v=v, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k),
+                            calls, margin, slack_ns)
+    from . import _problem, attention_into  # the package's entry points (imported here: no import cycle)
+
+    # The library's own checks of the public arguments, on the caller's
+    # arrays' descriptions (no value is read), before anything is allocated.
+    _problem(_core.describe(q, "q"), k, v, dict(causal=causal, scale=scale, seqlens=seqlens, seqlens_q=seqlens_q,
+                                                 seqlens_k=seqlens_k, layout=layout))
+    s_dim = 1 if layout == "bshd" else 2
+    qq, kk, vv = (_public_like(t, True) for t in (q, k, v))
+    out = _public_like(q, False)
+    lse = torch.empty(q.shape[0], q.shape[3 - s_dim], q.shape[s_dim], dtype=torch.float32, device=q.device) \
+        if with_lse else None
+    # Every length at its maximum: shared lengths cover queries and keys (the
+    # API requires S_q == S_k for them), separate ones each their own.
+    lens = dict(seqlens=None if seqlens is None else torch.full_like(seqlens, q.shape[s_dim]),
+                seqlens_q=None if seqlens_q is None else torch.full_like(seqlens_q, q.shape[s_dim]),
+                seqlens_k=None if seqlens_k is None else torch.full_like(seqlens_k, k.shape[s_dim]))
+    st = torch.cuda.current_stream(q.device) if stream is None else stream
+
+    def call():
+        attention_into(qq, kk, vv, out, lse=lse, causal=causal, scale=scale, layout=layout, stream=st, **lens)
+
+    with torch.cuda.stream(st):
+        # Untimed: lazy loading and the library's plan caches; its host time
+        # sizes the holds (twice a batch's enqueueing).
+        call()
+        st.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(_BATCH):
+            call()
+        host_s = time.perf_counter() - t0
+        st.synchronize()
+        hold_cycles = max(_MIN_HOLD_CYCLES, int(2 * host_s * 2.0e9))
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(_BATCH)]
+        slowest_ms = 0.0
+        done = 0
+        while done < calls:
+            n = min(_BATCH, calls - done)
+            if hasattr(torch.cuda, "_sleep"):  # private but long-standing; without it the budget errs high
+                torch.cuda._sleep(hold_cycles)
+            for i in range(n):
+                ev[i][0].record(st)
+                call()
+                ev[i][1].record(st)
+            ev[n - 1][1].synchronize()
+            slowest_ms = max([slowest_ms] + [a.elapsed_time(b) for a, b in ev[:n]])
+            done += n
+    budget = int(slowest_ms * 1e6 * (1.0 + margin)) + slack_ns
+    return max(1, min(budget, _MAX_BUDGET_NS))
