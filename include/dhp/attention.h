@@ -113,8 +113,9 @@ typedef struct dhp_attention_params {
    * stamps the start before the attention, and another waits after it until start + budget on
    * the GPU's nanosecond clock, which does not follow the SM clock (a power-limited GPU raises the
    * SM clock for zero-heavy, e.g. short, inputs). Where the work ends before the deadline, the
-   * call's duration is the budget's, up to what runs after the wait (measured on an H200: about
-   * 2 ns of a 20 µs call; docs/security-validation.md, session 48). Calibrate the budget on the
+   * call's duration is the budget's, up to the GPU's completion of the call after the wait
+   * (measured on an H200: a few ns of a 20 µs call, either sign; docs/security-validation.md,
+   * sessions 48-49). Calibrate the budget on the
    * slowest public inputs (full lengths, random values) and keep `overruns` at 0: a call whose
    * work ends past the deadline is counted and ends at a later multiple of the budget, so it
    * shows how many budgets its work took, not the work's time -- but slower inputs overrun more
