@@ -6,7 +6,7 @@
 //   dhp_validate classes  [config] --out F   gate 1: one launch per input class (run under ncu)
 //   dhp_validate dudect   [config] --test values|lengths --measurements N --out F
 //                         [--deadline auto|NS [--deadline-margin PCT] [--deadline-slack-ns NS]
-//                          [--deadline-probe 1]]  (threat model §8; the probe: a diagnostic)
+//                          [--deadline-probe 1] [--deadline-jitter-ns J]]  (threat model §8; diagnostics)
 //                         [--graph 1]   the timed call as a CUDA graph replay
 //                         [--null 1]    A/A control: both classes get the fixed inputs
 //   dhp_validate repro    [config] --launches N --out F    gate 3
@@ -213,6 +213,10 @@ int run_dudect(const Problem& p, const Flags& f) {
   for (auto& v : ev)
     for (auto& e : v) cudaEventCreate(&e);
   std::vector<uint8_t> cls[2] = {std::vector<uint8_t>(kBatch), std::vector<uint8_t>(kBatch)};
+  // Per timed launch: the budget's jitter in ns (--deadline-jitter-ns), so
+  // that a diagnostic can take it back out; 0 without.
+  std::vector<int32_t> jit[2] = {std::vector<int32_t>(kBatch), std::vector<int32_t>(kBatch)};
+  std::vector<int32_t> jit_all;
   int pending[2] = {0, 0};
   std::vector<Sample> all;
   all.reserve(static_cast<size_t>(total));
@@ -224,6 +228,7 @@ int run_dudect(const Problem& p, const Flags& f) {
       float ms = 0;
       cudaEventElapsedTime(&ms, ev[slot][2 * j], ev[slot][2 * j + 1]);
       all.push_back({cls[slot][j], ms * 1000.0f});
+      jit_all.push_back(jit[slot][j]);
     }
     pending[slot] = 0;
     return true;
@@ -280,6 +285,12 @@ int run_dudect(const Problem& p, const Flags& f) {
   // fixed inputs, so any |t| above the threshold is the harness's, not the
   // kernel's.
   const bool null_run = f.num("--null", 0) != 0;
+  // --deadline-jitter-ns J: each timed call's budget is the calibrated one
+  // + a public uniform draw in [0, J) ns, independent of the class (does a
+  // residual that changes sign with the budget average out over budgets?).
+  const int64_t jitter_ns = budget_ns > 0 ? std::max<int64_t>(0, f.num("--deadline-jitter-ns", 0)) : 0;
+  std::mt19937_64 jitter_rng(seed ^ 0x717E4);
+  if (graph && jitter_ns > 0) return fail_usage("--deadline-jitter-ns: not with --graph (a graph holds one budget)");
   if (graph) {
     const Status cap = ws.capture_forward(stream);
     if (!cap || !ws.replay_forward(stream) || cudaStreamSynchronize(stream) != cudaSuccess)
@@ -318,6 +329,8 @@ int run_dudect(const Problem& p, const Flags& f) {
           ws.set_lengths(fixed_lq, fixed_lk, stream);
         }
       }
+      jit[slot][j] = jitter_ns > 0 ? static_cast<int32_t>(jitter_rng() % jitter_ns) : 0;
+      if (jitter_ns > 0) ws.set_deadline(budget_ns + jit[slot][j]);
       cudaEventRecord(ev[slot][2 * j], stream);
       const Status st = graph ? ws.replay_forward(stream) : ws.forward(stream);
       cudaEventRecord(ev[slot][2 * j + 1], stream);
@@ -348,6 +361,18 @@ int run_dudect(const Problem& p, const Flags& f) {
   uint64_t overruns_by[2] = {0, 0};
   ws.overruns_by_class(overruns_by);
   const TimerTick tick = budget_ns > 0 ? measure_timer_tick() : TimerTick{};
+  // With jitter: the class means' difference with each launch's known
+  // jitter taken out (a diagnostic; an observer does not know it).
+  std::string jitter_json = "null";
+  if (jitter_ns > 0 && jit_all.size() == all.size()) {
+    Moments mj[2];
+    for (size_t i = static_cast<size_t>(warmup + calib); i < all.size(); ++i)
+      mj[all[i].cls].add(all[i].us * 1000.0 - jit_all[i]);
+    const double t = welch_t(mj[0], mj[1]);
+    std::printf("deadline jitter %lld ns taken out: mean fixed - random %+.3f ns, t %.2f\n",
+                static_cast<long long>(jitter_ns), mj[0].mean - mj[1].mean, t);
+    jitter_json = "{\"diff_ns\":" + jnum(mj[0].mean - mj[1].mean) + ",\"t\":" + jnum(t) + "}";
+  }
   const std::string probe_json = probe ? deadline_probe_summary(ws.probe_records(total), all, warmup + calib, overruns_by) : "null";
 
   // Warm-up discarded; the calibration set fixes the crop thresholds (and is
@@ -379,7 +404,7 @@ int run_dudect(const Problem& p, const Flags& f) {
      << ",\"seed\":" << seed << ",\"warmup\":" << warmup << ",\"calibration\":" << calib
      << ",\"measurements\":" << n_meas << ",\"fixed_length\":" << fixed_len
      << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal")
-     << ",\"graph\":" << (graph ? "true" : "false") << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
+     << ",\"graph\":" << (graph ? "true" : "false") << ",\"deadline_jitter_ns\":" << jitter_ns << ",\"jitter_out\":" << jitter_json << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
      << ",\"deadline_overruns\":" << overruns << ",\"deadline_overruns_by_class\":[" << overruns_by[0] << ","
      << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns) << ",\"deadline_probe\":" << probe_json
      << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
