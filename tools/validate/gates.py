@@ -155,6 +155,12 @@ DUDECT = [
     # fixed lengths (the random draws made and dropped). It must pass, or a
     # failure of the row above could be the harness's (session 49: 1.36).
     ("small lengths, deadline, A/A", SMALL, "lengths", 1_000_000, 20_000, "PASS", "--deadline auto --null 1"),
+    # The deadline with each call's budget + a public random draw in
+    # [0, 1024) ns (the caller's, independent of the inputs): the small
+    # call's residual changes sign with the budget, and averages out over
+    # budgets (session 49: 4 of 4 runs PASS at 512-4096 ns of jitter).
+    ("small lengths, deadline, jitter 1 us", SMALL, "lengths", 1_000_000, 20_000, "PASS",
+     "--deadline auto --deadline-jitter-ns 1024"),
 ]
 CONTROL_DUDECT = [("CONTROL small lengths", "--kernel leaky " + SMALL, "lengths", 100_000, 20_000, "FAIL", ""),
                   ("CONTROL small values", "--kernel leaky " + SMALL, "values", 100_000, 20_000, "PASS", "")]
@@ -527,7 +533,9 @@ def dudect_runs(ctx, runs, recs, key):
                          if rec.get("deadline_ns") else "")
                       + "".join(f", probe {k} fixed - random {v['fixed'] - v['random']:+.3f} (t {v['t']:.2f})"
                                 for k, v in (rec.get("deadline_probe") or {}).items())
-                      + (", graph replay" if rec.get("graph") else "") + (", A/A" if rec.get("null_run") else ""))
+                      + (", graph replay" if rec.get("graph") else "") + (", A/A" if rec.get("null_run") else "")
+                      + (f", jitter taken out: fixed - random {float(rec['jitter_out']['diff_ns']):+.2f} ns "
+                         f"(t {float(rec['jitter_out']['t']):.2f})" if rec.get("jitter_out") else ""))
         else:
             detail = (out.strip().splitlines() or [f"exit {rc}"])[-1][:160]
         ctx.rows.append(verdict_row(f"1 timing ({test})", name, expect, result, detail))
