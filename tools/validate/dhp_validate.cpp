@@ -371,7 +371,24 @@ int run_dudect(const Problem& p, const Flags& f) {
     const double t = welch_t(mj[0], mj[1]);
     std::printf("deadline jitter %lld ns taken out: mean fixed - random %+.3f ns, t %.2f\n",
                 static_cast<long long>(jitter_ns), mj[0].mean - mj[1].mean, t);
-    jitter_json = "{\"diff_ns\":" + jnum(mj[0].mean - mj[1].mean) + ",\"t\":" + jnum(t) + "}";
+    jitter_json = "{\"diff_ns\":" + jnum(mj[0].mean - mj[1].mean) + ",\"t\":" + jnum(t) + ",\"bins\":[";
+    // The same per budget: the class difference in kJitterBins equal bins
+    // of the jitter. A residual that follows the budget's phase shows here
+    // as differences of either sign across the bins (what an observer who
+    // knew each call's budget could use).
+    constexpr int kJitterBins = 8;
+    Moments mb[kJitterBins][2];
+    for (size_t i = static_cast<size_t>(warmup + calib); i < all.size(); ++i)
+      mb[static_cast<int64_t>(jit_all[i]) * kJitterBins / jitter_ns][all[i].cls].add(all[i].us * 1000.0 - jit_all[i]);
+    std::printf("  per budget bin (fixed - random ns, t):");
+    for (int b = 0; b < kJitterBins; ++b) {
+      const double tb = welch_t(mb[b][0], mb[b][1]);
+      std::printf(" %+.2f (%.1f)", mb[b][0].mean - mb[b][1].mean, tb);
+      jitter_json += std::string(b ? "," : "") + "{\"diff_ns\":" + jnum(mb[b][0].mean - mb[b][1].mean) +
+                     ",\"t\":" + jnum(tb) + "}";
+    }
+    std::printf("\n");
+    jitter_json += "]}";
   }
   const std::string probe_json = probe ? deadline_probe_summary(ws.probe_records(total), all, warmup + calib, overruns_by) : "null";
 
