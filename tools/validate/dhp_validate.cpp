@@ -364,28 +364,17 @@ int run_dudect(const Problem& p, const Flags& f) {
   // With jitter: the class means' difference with each launch's known
   // jitter taken out (a diagnostic; an observer does not know it).
   std::string jitter_json = "null";
-  if (jitter_ns > 0 && jit_all.size() == all.size()) {
-    Moments mj[2];
-    for (size_t i = static_cast<size_t>(warmup + calib); i < all.size(); ++i)
-      mj[all[i].cls].add(all[i].us * 1000.0 - jit_all[i]);
-    const double t = welch_t(mj[0], mj[1]);
-    std::printf("deadline jitter %lld ns taken out: mean fixed - random %+.3f ns, t %.2f\n",
-                static_cast<long long>(jitter_ns), mj[0].mean - mj[1].mean, t);
-    jitter_json = "{\"diff_ns\":" + jnum(mj[0].mean - mj[1].mean) + ",\"t\":" + jnum(t) + ",\"bins\":[";
-    // The same per budget: the class difference in kJitterBins equal bins
-    // of the jitter. A residual that follows the budget's phase shows here
-    // as differences of either sign across the bins (what an observer who
-    // knew each call's budget could use).
-    constexpr int kJitterBins = 8;
-    Moments mb[kJitterBins][2];
-    for (size_t i = static_cast<size_t>(warmup + calib); i < all.size(); ++i)
-      mb[static_cast<int64_t>(jit_all[i]) * kJitterBins / jitter_ns][all[i].cls].add(all[i].us * 1000.0 - jit_all[i]);
-    std::printf("  per budget bin (fixed - random ns, t):");
-    for (int b = 0; b < kJitterBins; ++b) {
-      const double tb = welch_t(mb[b][0], mb[b][1]);
-      std::printf(" %+.2f (%.1f)", mb[b][0].mean - mb[b][1].mean, tb);
-      jitter_json += std::string(b ? "," : "") + "{\"diff_ns\":" + jnum(mb[b][0].mean - mb[b][1].mean) +
-                     ",\"t\":" + jnum(tb) + "}";
+  if (jitter_ns > 0) {
+    const std::vector<Sample> tested(all.begin() + warmup + calib, all.end());
+    const std::vector<int32_t> tested_jit(jit_all.begin() + warmup + calib, jit_all.end());
+    const JitterAnalysis ja = jitter_taken_out(tested, tested_jit, jitter_ns, 8);
+    std::printf("deadline jitter %lld ns taken out: mean fixed - random %+.3f ns, t %.2f\n  per budget bin:",
+                static_cast<long long>(jitter_ns), ja.all.diff_ns, ja.all.t);
+    jitter_json = "{\"diff_ns\":" + jnum(ja.all.diff_ns) + ",\"t\":" + jnum(ja.all.t) + ",\"bins\":[";
+    for (size_t b = 0; b < ja.bins.size(); ++b) {
+      std::printf(" %+.2f (%.1f)", ja.bins[b].diff_ns, ja.bins[b].t);
+      jitter_json += std::string(b ? "," : "") + "{\"diff_ns\":" + jnum(ja.bins[b].diff_ns) + ",\"t\":" +
+                     jnum(ja.bins[b].t) + "}";
     }
     std::printf("\n");
     jitter_json += "]}";

@@ -50,6 +50,22 @@ std::vector<double> crop_thresholds(std::vector<float> calib, int count = 100);
 TestResult dudect_tests(const std::vector<Sample>& samples, int64_t n,
                         const std::vector<double>& thresholds);
 
+// The deadline's jitter taken back out (dhp_validate dudect
+// --deadline-jitter-ns): each sample's time minus its known jitter (ns),
+// the class difference (fixed - random, ns) and Welch's t over all samples
+// and per bin of the jitter ([0, jitter_ns) in `bins` equal bins). A
+// residual that follows the budget's phase averages out over all samples
+// and shows per bin.
+struct JitterDiff {
+  double diff_ns = 0, t = 0;
+};
+struct JitterAnalysis {
+  JitterDiff all;
+  std::vector<JitterDiff> bins;
+};
+JitterAnalysis jitter_taken_out(const std::vector<Sample>& samples, const std::vector<int32_t>& jitter_ns_of,
+                                int64_t jitter_ns, int bins);
+
 // Quantile of a copy (linear interpolation), q in [0, 1].
 double quantile(std::vector<float> x, double q);
 
