@@ -26,10 +26,11 @@ if [ -n "${PYTHON_TESTS:-}" ]; then
 fi
 i=0
 for run in "$@"; do
-  i=$((i + 1)); label="${run%%=*}"
+  # LABEL=ARGS split at the first "=-" (a label may hold '=', e.g. "L=S_max").
+  i=$((i + 1)); label="${run%%=-*}"; args="${run#"$label"=}"
   # shellcheck disable=SC2086
   timeout "${RUN_S:-150}" build/hopper/tools/validate/dhp_validate dudect $cfg --measurements "${N:-1000000}" \
-    --warmup 5000 --calib 20000 ${run#*=} --out "$out/run$i.json" > "$out/run$i.txt" 2>&1
+    --warmup 5000 --calib 20000 $args --out "$out/run$i.json" > "$out/run$i.txt" 2>&1
   rc=$?
   { echo "== $label (rc $rc, $(( $(date +%s) - t0 )) s)"; grep -E "^dudect|^deadline" "$out/run$i.txt"; } >> "$out/summary.txt"
 done

@@ -36,9 +36,11 @@ def deadline_state(device=None):
     return torch.zeros(3, dtype=torch.int64, device="cuda" if device is None else device)
 
 
-def _check_calibration_args(tensors, calls, margin, slack_ns):
+def _check_calibration_args(tensors, calls, margin, slack_ns, stream):
     if torch is None:
         raise ImportError("dhp_attention.calibrate_time_budget needs PyTorch")
+    if stream is not None and not isinstance(stream, torch.cuda.Stream):
+        raise TypeError(f"stream: calibrate_time_budget takes None or a torch.cuda.Stream, got {type(stream).__name__}")
     for name, t in tensors.items():
         if t is not None and not isinstance(t, torch.Tensor):
             raise TypeError(f"{name}: calibrate_time_budget takes torch tensors (for their shapes, strides and "
@@ -81,29 +83,32 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     a change of GPU, clocks, driver or of the other work sharing the GPU, and
     watch deadline_state's overrun count."""
     _check_calibration_args(dict(q=q, k=k, v=v, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k),
-                            calls, margin, slack_ns)
+                            calls, margin, slack_ns, stream)
     from . import _problem, attention_into  # the package's entry points (imported here: no import cycle)
 
     # The library's own checks of the public arguments, on the caller's
     # arrays' descriptions (no value is read), before anything is allocated.
     _problem(_core.describe(q, "q"), k, v, dict(causal=causal, scale=scale, seqlens=seqlens, seqlens_q=seqlens_q,
                                                  seqlens_k=seqlens_k, layout=layout))
-    s_dim = 1 if layout == "bshd" else 2
-    qq, kk, vv = (_public_like(t, True) for t in (q, k, v))
-    out = _public_like(q, False)
-    lse = torch.empty(q.shape[0], q.shape[3 - s_dim], q.shape[s_dim], dtype=torch.float32, device=q.device) \
-        if with_lse else None
-    # Every length at its maximum: shared lengths cover queries and keys (the
-    # API requires S_q == S_k for them), separate ones each their own.
-    lens = dict(seqlens=None if seqlens is None else torch.full_like(seqlens, q.shape[s_dim]),
-                seqlens_q=None if seqlens_q is None else torch.full_like(seqlens_q, q.shape[s_dim]),
-                seqlens_k=None if seqlens_k is None else torch.full_like(seqlens_k, k.shape[s_dim]))
+    if stream is not None and stream.device != q.device:
+        raise ValueError(f"stream: must be on q's device {q.device}, got {stream.device}")
     st = torch.cuda.current_stream(q.device) if stream is None else stream
+    s_dim = 1 if layout == "bshd" else 2
 
     def call():
         attention_into(qq, kk, vv, out, lse=lse, causal=causal, scale=scale, layout=layout, stream=st, **lens)
 
+    # Everything on `st`: the buffers are filled in the order the calls read them.
     with torch.cuda.stream(st):
+        qq, kk, vv = (_public_like(t, True) for t in (q, k, v))
+        out = _public_like(q, False)
+        lse = torch.empty(q.shape[0], q.shape[3 - s_dim], q.shape[s_dim], dtype=torch.float32, device=q.device) \
+            if with_lse else None
+        # Every length at its maximum: shared lengths cover queries and keys
+        # (the API requires S_q == S_k for them), separate ones each their own.
+        lens = dict(seqlens=None if seqlens is None else torch.full_like(seqlens, q.shape[s_dim]),
+                    seqlens_q=None if seqlens_q is None else torch.full_like(seqlens_q, q.shape[s_dim]),
+                    seqlens_k=None if seqlens_k is None else torch.full_like(seqlens_k, k.shape[s_dim]))
         # Untimed: lazy loading and the library's plan caches; its host time
         # sizes the holds (twice a batch's enqueueing).
         call()
@@ -129,4 +134,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
             slowest_ms = max([slowest_ms] + [a.elapsed_time(b) for a, b in ev[:n]])
             done += n
     budget = int(slowest_ms * 1e6 * (1.0 + margin)) + slack_ns
-    return max(1, min(budget, _MAX_BUDGET_NS))
+    if budget > _MAX_BUDGET_NS:
+        raise ValueError(f"calibrate_time_budget: the slowest call ({slowest_ms:.3f} ms) with margin and slack "
+                         f"exceeds the library's 10 s budget limit")
+    return max(1, budget)

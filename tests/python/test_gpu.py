@@ -218,16 +218,21 @@ def test_calibrated_budget_covers_the_calls_without_overrun():
     state = dhp_attention.deadline_state()
 
     def timed_calls(n, **deadline):
-        # n calls on fresh random lengths, back to back: the host enqueues
-        # them while the GPU sleeps, so no span holds the host's time.
+        # n calls on fresh random lengths (drawn before, one row per call),
+        # back to back: the host enqueues them while the GPU sleeps (~50 ms,
+        # checked to outlast the enqueueing), so no span holds host time.
+        lqs = torch.randint(0, S + 1, (n, B), dtype=torch.int32, device="cuda")
+        lks = torch.randint(0, S + 1, (n, B), dtype=torch.int32, device="cuda")
         evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-        torch.cuda._sleep(20_000_000)
-        for a, b in evs:
-            lq.random_(0, S + 1)
-            lk.random_(0, S + 1)
+        torch.cuda.synchronize()
+        torch.cuda._sleep(100_000_000)
+        slept = torch.cuda.Event()
+        slept.record()
+        for i, (a, b) in enumerate(evs):
             a.record()
-            dhp_attention.attention_into(q, k, v, out, causal=True, seqlens_q=lq, seqlens_k=lk, **deadline)
+            dhp_attention.attention_into(q, k, v, out, causal=True, seqlens_q=lqs[i], seqlens_k=lks[i], **deadline)
             b.record()
+        assert not slept.query(), "the host enqueued slower than the GPU slept: the spans may hold host time"
         torch.cuda.synchronize()
         return sorted(a.elapsed_time(b) * 1e6 for a, b in evs)
 

@@ -148,12 +148,17 @@ bool ok_calibrate(Workspace& ws, StreamHold& hold, int n, std::vector<cudaEvent_
 // the tested launches (from `first`), and Welch's t between the classes.
 // The post-deadline time counts launches without an overrun of their own
 // only. Printed, and returned as JSON.
-// It also replaces the tally's per-class overrun counts (all launches after
-// the first).
+// It also replaces the tally's per-class overrun counts.
 std::string deadline_probe_summary(const std::vector<float>& rec, const std::vector<Sample>& all, int64_t first,
-                                   uint64_t overruns_by[2]) {
-  if (rec.size() < all.size() * 4) return "null";
-  for (size_t i = 1; i < all.size(); ++i) overruns_by[all[i].cls] += rec[4 * i + 3] != rec[4 * (i - 1) + 3] ? 1 : 0;
+                                   uint64_t overruns_before, uint64_t overruns_by[2]) {
+  if (rec.size() < all.size() * 4) {
+    std::printf("deadline probe: %zu records for %zu launches -- no summary\n", rec.size() / 4, all.size());
+    return "null";
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    const float before = i > 0 ? rec[4 * (i - 1) + 3] : static_cast<float>(overruns_before);
+    overruns_by[all[i].cls] += rec[4 * i + 3] != before ? 1 : 0;
+  }
   static const char* const kNames[3] = {"work_ns", "post_ns", "sm_mhz"};
   Moments m[3][2];
   for (size_t i = static_cast<size_t>(first); i < all.size(); ++i) {
@@ -175,6 +180,51 @@ std::string deadline_probe_summary(const std::vector<float>& rec, const std::vec
   }
   js << "}";
   return js.str();
+}
+
+// --deadline-jitter-ns's summary (a diagnostic; an observer does not know
+// the jitter): the class means' difference with each launch's known jitter
+// taken out, overall, per bin of the jitter, and per bin of a phase modulo
+// several periods. Printed, and returned as JSON.
+std::string jitter_summary(const std::vector<Sample>& all, const std::vector<int32_t>& jit_all, int64_t first,
+                           int64_t jitter_ns, int64_t budget_ns, const std::vector<float>& probe_rec) {
+  if (jit_all.size() != all.size()) return "null";
+  std::string jitter_json;
+  const std::vector<Sample> tested(all.begin() + first, all.end());
+  const std::vector<int32_t> tested_jit(jit_all.begin() + first, jit_all.end());
+  const JitterAnalysis ja = jitter_taken_out(tested, tested_jit, jitter_ns, 8);
+  std::printf("deadline jitter %lld ns taken out: mean fixed - random %+.3f ns, t %.2f\n  per budget bin:",
+              static_cast<long long>(jitter_ns), ja.all.diff_ns, ja.all.t);
+  jitter_json = "{\"diff_ns\":" + jnum(ja.all.diff_ns) + ",\"t\":" + jnum(ja.all.t) + ",\"bins\":[";
+  for (size_t b = 0; b < ja.bins.size(); ++b) {
+    std::printf(" %+.2f (%.1f)", ja.bins[b].diff_ns, ja.bins[b].t);
+    jitter_json += std::string(b ? "," : "") + "{\"diff_ns\":" + jnum(ja.bins[b].diff_ns) + ",\"t\":" +
+                   jnum(ja.bins[b].t) + "}";
+  }
+  std::printf("\n");
+  jitter_json += "]";
+  // Periodic in what? With the probe, each call's slack (its deadline
+  // minus its work's end: budget + jitter - work); without, its budget.
+  const bool slack = probe_rec.size() == all.size() * 4;
+  std::vector<double> phase;
+  for (size_t i = static_cast<size_t>(first); i < all.size(); ++i)
+    phase.push_back(static_cast<double>(budget_ns + jit_all[i]) - (slack ? probe_rec[4 * i] : 0.0));
+  jitter_json += ",\"phase_of\":" + jstr(slack ? "slack" : "budget") + ",\"periods\":[";
+  int k = 0;
+  for (const int64_t period : {128, 256, 512, 1024, 2048}) {
+    const std::vector<JitterDiff> pb = phase_bins(tested, tested_jit, phase, period, 8);
+    double worst = 0;
+    std::printf("  %s mod %lld ns:", slack ? "slack" : "budget", static_cast<long long>(period));
+    jitter_json += std::string(k++ ? "," : "") + "{\"period_ns\":" + std::to_string(period) + ",\"bins\":[";
+    for (size_t b = 0; b < pb.size(); ++b) {
+      std::printf(" %+.2f", pb[b].diff_ns);
+      worst = std::max(worst, std::fabs(pb[b].t));
+      jitter_json += std::string(b ? "," : "") + "{\"diff_ns\":" + jnum(pb[b].diff_ns) + ",\"t\":" + jnum(pb[b].t) + "}";
+    }
+    std::printf("  (max |t| %.1f)\n", worst);
+    jitter_json += "],\"max_abs_t\":" + jnum(worst) + "}";
+  }
+  return jitter_json + "]}";
 }
 
 // ---------------------------------------------------------------------------
@@ -288,15 +338,21 @@ int run_dudect(const Problem& p, const Flags& f) {
   // --deadline-jitter-ns J: each timed call's budget is the calibrated one
   // + a public uniform draw in [0, J) ns, independent of the class (does a
   // residual that changes sign with the budget average out over budgets?).
-  const int64_t jitter_ns = budget_ns > 0 ? std::max<int64_t>(0, f.num("--deadline-jitter-ns", 0)) : 0;
+  const int64_t jitter_ns = budget_ns > 0 ? f.num("--deadline-jitter-ns", 0) : 0;
+  if (jitter_ns < 0 || jitter_ns > 100'000'000 || budget_ns + jitter_ns > 10'000'000'000)
+    return fail_usage("--deadline-jitter-ns: 0 .. 10^8 ns, with the budget within the library's 10 s");
   std::mt19937_64 jitter_rng(seed ^ 0x717E4);
   if (graph && jitter_ns > 0) return fail_usage("--deadline-jitter-ns: not with --graph (a graph holds one budget)");
   if (graph) {
     const Status cap = ws.capture_forward(stream);
-    if (!cap || !ws.replay_forward(stream) || cudaStreamSynchronize(stream) != cudaSuccess)
-      return fail_usage("graph capture failed: " + cap.message);
+    if (!cap) return fail_usage("graph capture failed: " + cap.message);
+    const Status replay = ws.replay_forward(stream);
+    const cudaError_t sync = cudaStreamSynchronize(stream);
+    if (!replay || sync != cudaSuccess)
+      return fail_usage("graph replay failed: " + (replay ? std::string(cudaGetErrorString(sync)) : replay.message));
   }
   const uint64_t overruns_before = ws.deadline_overruns();
+  if (probe) ws.prepare_probe(total);  // outside the holds
   // A deadline call adds two launches (three with the tally): half the batch
   // keeps both batches' commands inside the launch queue (session 48: at 64, one batch per run
   // outgrew it, the hold timed out and the GPU waited for the host inside
@@ -361,25 +417,12 @@ int run_dudect(const Problem& p, const Flags& f) {
   uint64_t overruns_by[2] = {0, 0};
   ws.overruns_by_class(overruns_by);
   const TimerTick tick = budget_ns > 0 ? measure_timer_tick() : TimerTick{};
-  // With jitter: the class means' difference with each launch's known
-  // jitter taken out (a diagnostic; an observer does not know it).
-  std::string jitter_json = "null";
-  if (jitter_ns > 0) {
-    const std::vector<Sample> tested(all.begin() + warmup + calib, all.end());
-    const std::vector<int32_t> tested_jit(jit_all.begin() + warmup + calib, jit_all.end());
-    const JitterAnalysis ja = jitter_taken_out(tested, tested_jit, jitter_ns, 8);
-    std::printf("deadline jitter %lld ns taken out: mean fixed - random %+.3f ns, t %.2f\n  per budget bin:",
-                static_cast<long long>(jitter_ns), ja.all.diff_ns, ja.all.t);
-    jitter_json = "{\"diff_ns\":" + jnum(ja.all.diff_ns) + ",\"t\":" + jnum(ja.all.t) + ",\"bins\":[";
-    for (size_t b = 0; b < ja.bins.size(); ++b) {
-      std::printf(" %+.2f (%.1f)", ja.bins[b].diff_ns, ja.bins[b].t);
-      jitter_json += std::string(b ? "," : "") + "{\"diff_ns\":" + jnum(ja.bins[b].diff_ns) + ",\"t\":" +
-                     jnum(ja.bins[b].t) + "}";
-    }
-    std::printf("\n");
-    jitter_json += "]}";
-  }
-  const std::string probe_json = probe ? deadline_probe_summary(ws.probe_records(total), all, warmup + calib, overruns_by) : "null";
+  const std::vector<float> probe_rec = probe ? ws.probe_records(total) : std::vector<float>{};
+  const std::string jitter_json =
+      jitter_ns > 0 ? jitter_summary(all, jit_all, warmup + calib, jitter_ns, budget_ns, probe_rec) : "null";
+  const std::string probe_json =
+      probe ? deadline_probe_summary(probe_rec, all, warmup + calib, overruns_before, overruns_by)
+            : "null";
 
   // Warm-up discarded; the calibration set fixes the crop thresholds (and is
   // not tested, as in dudect); the rest is tested at doubling checkpoints.
@@ -409,8 +452,11 @@ int run_dudect(const Problem& p, const Flags& f) {
   js << "{\"mode\":\"dudect\",\"test\":" << jstr(test) << ",\"problem\":" << jstr(p.describe())
      << ",\"seed\":" << seed << ",\"warmup\":" << warmup << ",\"calibration\":" << calib
      << ",\"measurements\":" << n_meas << ",\"fixed_length\":" << fixed_len
-     << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal")
-     << ",\"graph\":" << (graph ? "true" : "false") << ",\"deadline_jitter_ns\":" << jitter_ns << ",\"jitter_out\":" << jitter_json << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_ns\":" << budget_ns << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
+     << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved
+     << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal") << ",\"graph\":" << (graph ? "true" : "false")
+     << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_jitter_ns\":" << jitter_ns
+     << ",\"jitter_out\":" << jitter_json << ",\"deadline_ns\":" << budget_ns
+     << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
      << ",\"deadline_overruns\":" << overruns << ",\"deadline_overruns_by_class\":[" << overruns_by[0] << ","
      << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns) << ",\"deadline_probe\":" << probe_json
      << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
@@ -461,7 +507,8 @@ struct Outputs {
   std::vector<uint32_t> lse;
 };
 
-std::string run_once(const Problem& p, const HostInputs& in, Outputs& out, int64_t budget_ns = 0) {
+std::string run_once(const Problem& p, const HostInputs& in, Outputs& out, int64_t budget_ns = 0,
+                     uint64_t* overruns = nullptr) {
   Workspace ws(p);
   ws.set_deadline(budget_ns);
   ws.upload(in);
@@ -470,6 +517,7 @@ std::string run_once(const Problem& p, const HostInputs& in, Outputs& out, int64
   if (!st) return st.message;
   if (cudaDeviceSynchronize() != cudaSuccess) return "kernel failed";
   ws.download(out.o, out.lse);
+  if (overruns != nullptr) *overruns = ws.deadline_overruns();
   return ws.error();
 }
 
@@ -622,16 +670,22 @@ int run_sanitize() {
     if (!err.empty()) return 2;
   }
   // The deadline kernels (threat model §8; kernels/common/deadline.cu)
-  // around a small call: a budget of 50 ms, which a call under a sanitizer
-  // meets (the wait), and one of 20 us, which it cannot (the overrun path).
-  for (const int64_t budget_ns : {int64_t{50'000'000}, int64_t{20'000}}) {
+  // around the first configuration's call (its kernels loaded above): a
+  // budget of 20 us, which a call under a sanitizer cannot meet (the overrun
+  // path; it also loads the deadline kernels), then one of 1 s, which it
+  // meets (the wait). Each must have taken its path.
+  for (const int64_t budget_ns : {int64_t{20'000}, int64_t{1'000'000'000}}) {
     Problem p;
     p.dtype = DType::kFloat16; p.batch = 2; p.heads_q = 4; p.heads_kv = 2; p.seqlen_q = 77;
     p.seqlen_k = 77; p.head_dim = 64; p.causal = true; p.lengths = LengthMode::kSeparate; p.with_lse = true;
     Outputs out;
-    const std::string err = run_once(p, make_class(p, "nan-padding", 11), out, budget_ns);
-    std::printf("sanitize %s, deadline %lld ns: %s\n", p.describe().c_str(), static_cast<long long>(budget_ns),
-                err.empty() ? "ran" : err.c_str());
+    uint64_t overruns = 0;
+    std::string err = run_once(p, make_class(p, "nan-padding", 11), out, budget_ns, &overruns);
+    const bool overrun_path = budget_ns < 1'000'000;
+    if (err.empty() && (overruns == 1) != overrun_path)
+      err = "took the wrong path: " + std::to_string(overruns) + " overruns";
+    std::printf("sanitize %s, deadline %lld ns (%s path): %s\n", p.describe().c_str(),
+                static_cast<long long>(budget_ns), overrun_path ? "overrun" : "wait", err.empty() ? "ran" : err.c_str());
     if (!err.empty()) return 2;
   }
   return 0;

@@ -101,6 +101,26 @@ JitterAnalysis jitter_taken_out(const std::vector<Sample>& samples, const std::v
   return r;
 }
 
+std::vector<JitterDiff> phase_bins(const std::vector<Sample>& samples, const std::vector<int32_t>& jitter_ns_of,
+                                   const std::vector<double>& phase_ns, int64_t period_ns, int bins) {
+  std::vector<JitterDiff> r;
+  if (period_ns <= 0 || bins <= 0 || samples.size() != jitter_ns_of.size() || samples.size() != phase_ns.size())
+    return r;
+  std::vector<Moments> mb(static_cast<size_t>(bins) * 2);
+  const double p = static_cast<double>(period_ns);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const double phase = phase_ns[i] - std::floor(phase_ns[i] / p) * p;  // in [0, p)
+    const int b = std::clamp(static_cast<int>(phase * bins / p), 0, bins - 1);
+    mb[static_cast<size_t>(b) * 2 + samples[i].cls].add(samples[i].us * 1000.0 - jitter_ns_of[i]);
+  }
+  for (int b = 0; b < bins; ++b) {
+    const Moments& f = mb[static_cast<size_t>(b) * 2];
+    const Moments& g = mb[static_cast<size_t>(b) * 2 + 1];
+    r.push_back({f.mean - g.mean, welch_t(f, g)});
+  }
+  return r;
+}
+
 int stats_selftest() {
   int failed = 0;
   auto check = [&](bool ok, const char* what) {
@@ -173,6 +193,28 @@ int stats_selftest() {
   for (int b = 0; per_bin && b < 8; ++b)
     per_bin = std::fabs(ja.bins[b].diff_ns - (b < 4 ? 5.0 : -5.0)) < 1.5 && std::fabs(ja.bins[b].t) > 4.5;
   check(per_bin, "jitter taken out: each bin shows its own +-5 ns");
+
+  // A difference periodic in the jitter with a 256 ns period: bins of the
+  // jitter 512 ns wide see none of it, bins of its phase modulo 256 see it.
+  std::vector<Sample> periodic;
+  std::vector<double> phase;
+  jit.clear();
+  for (int i = 0; i < 400000; ++i) {
+    const uint8_t k = static_cast<uint8_t>(coin(rng));
+    const int32_t j = u(rng);
+    const double bias = k == 0 ? (j % 256 < 128 ? 5.0 : -5.0) : 0.0;  // the fixed class only
+    periodic.push_back({k, static_cast<float>((20000.0 + j + bias + 20.0 * normal(rng)) / 1000.0)});
+    jit.push_back(j);
+    phase.push_back(19200.0 + j);  // a budget of 19.2 us (75 periods) + the jitter
+  }
+  const JitterAnalysis wide = jitter_taken_out(periodic, jit, 4096, 8);
+  bool flat = wide.bins.size() == 8;
+  for (const JitterDiff& d : wide.bins) flat = flat && std::fabs(d.t) < 4.5;
+  check(flat, "periodic difference: invisible in 512 ns bins of the jitter");
+  const std::vector<JitterDiff> by_phase = phase_bins(periodic, jit, phase, 256, 8);
+  bool seen = by_phase.size() == 8;  // bin b: jitter mod 256 in [32 b, 32 b + 32)
+  for (int b = 0; seen && b < 8; ++b) seen = std::fabs(by_phase[b].diff_ns - (b < 4 ? 5.0 : -5.0)) < 1.5;
+  check(seen, "periodic difference: visible in bins of its phase");
   std::printf("stats selftest: %d failed\n", failed);
   return failed;
 }

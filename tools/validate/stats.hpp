@@ -65,6 +65,12 @@ struct JitterAnalysis {
 };
 JitterAnalysis jitter_taken_out(const std::vector<Sample>& samples, const std::vector<int32_t>& jitter_ns_of,
                                 int64_t jitter_ns, int bins);
+// The same class difference (jitter removed) in `bins` bins of each
+// sample's phase_ns modulo period_ns: a residual periodic in, e.g., the
+// time between the work's end and the deadline shows here, where bins of
+// the jitter wider than its period would average it away.
+std::vector<JitterDiff> phase_bins(const std::vector<Sample>& samples, const std::vector<int32_t>& jitter_ns_of,
+                                   const std::vector<double>& phase_ns, int64_t period_ns, int bins);
 
 // Quantile of a copy (linear interpolation), q in [0, 1].
 double quantile(std::vector<float> x, double q);

@@ -432,9 +432,14 @@ void Workspace::overruns_by_class(uint64_t out[2]) {
   out[0] = h[1], out[1] = h[2];
 }
 
+void Workspace::prepare_probe(int64_t count) {
+  if (probe_ == nullptr) WS_CUDA(cudaMalloc(&probe_, static_cast<size_t>(count) * 4 * sizeof(float)));
+  if (probe_ != nullptr) WS_CUDA(cudaMemset(probe_, 0, static_cast<size_t>(count) * 4 * sizeof(float)));
+}
+
 void Workspace::probe_deadline(int64_t i, int64_t count, cudaStream_t stream) {
   if (deadline_state_ == nullptr) return;
-  if (probe_ == nullptr) WS_CUDA(cudaMalloc(&probe_, static_cast<size_t>(count) * 4 * sizeof(float)));
+  if (probe_ == nullptr) prepare_probe(count);
   if (probe_ == nullptr) return;
   deadline_probe_kernel<<<1, 1, 0, stream>>>(deadline_state_, budget_ns_, probe_, i);
   WS_CUDA(cudaGetLastError());
@@ -461,10 +466,11 @@ Status Workspace::capture_forward(cudaStream_t stream) {
   const Status st = forward(stream);
   cudaGraph_t g = nullptr;
   WS_CUDA(cudaStreamEndCapture(stream, &g));
-  if (!st) return st;
-  if (g != nullptr) WS_CUDA(cudaGraphInstantiate(&graph_, g, 0));
+  if (st && g != nullptr) WS_CUDA(cudaGraphInstantiate(&graph_, g, 0));
   if (g != nullptr) cudaGraphDestroy(g);
+  if (!st) return st;
   if (!error_.empty()) return Status{DHP_ERROR_CUDA, error_};
+  if (graph_ == nullptr) return Status{DHP_ERROR_CUDA, "graph capture gave no graph"};
   return Status{};
 }
 

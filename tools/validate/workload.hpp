@@ -88,6 +88,7 @@ class Workspace {
   // Diagnostic (--deadline-probe): after timed launch i of `count`, record
   // {work ns, ns from the deadline to the probe, SM clock MHz, overruns so
   // far} (deadline_probe_kernel); probe_records reads all back (synchronises).
+  void prepare_probe(int64_t count);  // the records' buffer, zeroed (call outside any hold)
   void probe_deadline(int64_t i, int64_t count, cudaStream_t stream);
   std::vector<float> probe_records(int64_t count);
 
