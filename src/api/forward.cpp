@@ -197,8 +197,12 @@ Status attention_forward(const Params& p) {
   if (const cudaError_t e = kernels::launch_deadline_start(p.deadline_state, stream); e != cudaSuccess)
     return cuda_failure("deadline start launch", e);
   if (!(s = launch_attention(p, major))) return s;
+  // DHP_DEADLINE_PDL=1: the wait launched early (deadline.hpp; an A/B
+  // experiment, Hopper only, read at every call so that a test can run both).
+  const char* early_env = std::getenv("DHP_DEADLINE_PDL");
+  const bool early = major == 9 && early_env != nullptr && std::atoi(early_env) != 0;
   if (const cudaError_t e =
-          kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns), stream);
+          kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns), stream, early);
       e != cudaSuccess)
     return cuda_failure("deadline wait launch", e);
   return {};

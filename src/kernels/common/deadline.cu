@@ -41,7 +41,16 @@ __device__ __forceinline__ uint64_t ceil_div_fixed(uint64_t n, uint64_t d) {
 // the computation, still sets the call's end.
 constexpr uint64_t kOverrunGuardNs = 2000;
 
+// kEarly: launched by programmatic dependent launch (launch_deadline_wait's
+// `early`), so it may start before the call's last kernel has ended: it
+// waits for that grid, and for its memory, before it reads the clock or the
+// state. (A separate instantiation: the stream-ordered kernel stays the
+// measured one, instruction for instruction.)
+template <bool kEarly>
 __global__ void deadline_wait_kernel(dhp_deadline_state* state, uint64_t budget_ns) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kEarly) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const uint64_t start = state->start_ns;
   uint64_t deadline = start + budget_ns;
   const uint64_t arrival = gpu_time_ns();
@@ -68,9 +77,18 @@ cudaError_t launch_deadline_start(dhp_deadline_state* state, cudaStream_t stream
   return cudaLaunchKernel(deadline_start_kernel, dim3(1), dim3(1), args, 0, stream);
 }
 
-cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream) {
-  void* args[] = {&state, &budget_ns};
-  return cudaLaunchKernel(deadline_wait_kernel, dim3(1), dim3(1), args, 0, stream);
+cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream, bool early) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(1);
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = early ? 1 : 0;
+  return early ? cudaLaunchKernelEx(&config, deadline_wait_kernel<true>, state, budget_ns)
+               : cudaLaunchKernelEx(&config, deadline_wait_kernel<false>, state, budget_ns);
 }
 
 }  // namespace dhp::kernels

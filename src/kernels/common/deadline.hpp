@@ -22,10 +22,18 @@ namespace dhp::kernels {
 // order, so that the attention's kernels start after it.
 cudaError_t launch_deadline_start(dhp_deadline_state* state, cudaStream_t stream);
 
-// Launched last, in stream order (no PDL: it must start after every kernel of
-// the call has ended): records the work's duration, counts an overrun where
-// the work ended past start + budget_ns, then waits until the GPU clock
-// reaches start + k * budget_ns, the smallest such k >= 1 not yet passed.
-cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream);
+// Launched last: waits for every kernel of the call to end, records the
+// work's duration, counts an overrun where the work ended past start +
+// budget_ns, then waits until the GPU clock reaches start + k * budget_ns,
+// the smallest such k >= 1 not yet passed. In stream order, or with `early`
+// (Hopper; an experiment, DHP_DEADLINE_PDL=1 in forward.cpp) by
+// programmatic dependent launch: the GPU may then launch it as soon as the
+// call's last kernel has started (the Hopper kernels allow their dependents
+// at their start) and it waits for that grid on the GPU (griddepcontrol.wait)
+// -- so that the launch, and whatever the GPU's front end does from it
+// until the call's end, no longer starts at the work's end. The question it
+// tests (docs/perf-log.md, session 49): whether the small call's residual
+// under the deadline comes from that.
+cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream, bool early);
 
 }  // namespace dhp::kernels
