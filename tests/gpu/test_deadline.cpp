@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "env_setting.hpp"
 #include "harness.hpp"
 #include "reference/reference.hpp"
 #include "require_gpu.hpp"
@@ -150,8 +151,7 @@ const Problem kShapes[] = {
     {2, 300, 700, 4, 2, 64, true, {}, {}, {}, {}},
 };
 
-TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
-  DHP_REQUIRE_GPU();
+void expect_call_ends_at_budget_with_the_same_bits() {
   constexpr int64_t kBudgetNs = 3'000'000;  // 3 ms: far above either call's work
   for (Problem p : kShapes) {
     const uint64_t seed = fresh_seed();
@@ -202,11 +202,24 @@ TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
   }
 }
 
+TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
+  DHP_REQUIRE_GPU();
+  expect_call_ends_at_budget_with_the_same_bits();
+}
+
+// The wait launched early (DHP_DEADLINE_PDL=1, deadline.hpp: by programmatic
+// dependent launch, waiting for the call's last grid on the GPU): the same
+// budget and the same bits. On a GPU other than Hopper the knob is ignored.
+TEST(Deadline, EarlyWaitEndsAtBudgetWithTheSameBits) {
+  DHP_REQUIRE_GPU();
+  EnvSetting early("DHP_DEADLINE_PDL", "1");
+  expect_call_ends_at_budget_with_the_same_bits();
+}
+
 // A budget shorter than the work: every call is counted as an overrun,
 // ends at a whole number of budgets (two here: the budget is 2/3 of the
 // work), and still computes the right output.
-TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
-  DHP_REQUIRE_GPU();
+void expect_overruns_counted_and_ending_at_the_next_budget() {
   Problem p = kShapes[0];
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -249,6 +262,19 @@ TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
   EXPECT_EQ(nan, 0);
   cudaFree(state);
   free_problem(p);
+}
+
+TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
+  DHP_REQUIRE_GPU();
+  expect_overruns_counted_and_ending_at_the_next_budget();
+}
+
+// Launched early, the wait still reads the work's end after the last grid
+// has completed: the same overrun count and ends.
+TEST(Deadline, EarlyWaitCountsOverruns) {
+  DHP_REQUIRE_GPU();
+  EnvSetting early("DHP_DEADLINE_PDL", "1");
+  expect_overruns_counted_and_ending_at_the_next_budget();
 }
 
 // Captured in a CUDA graph, the stamp and the wait are nodes like the

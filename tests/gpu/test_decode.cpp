@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "env_setting.hpp"
 #include "harness.hpp"
 #include "require_gpu.hpp"
 
@@ -160,29 +161,6 @@ TEST(Decode, SequenceAloneMatchesItInABatchBitwise) {
     expect_alone_equals_in_batch(s, 3, 0);
   }
 }
-
-// An environment knob for one scope (the launcher reads DHP_SM90_DECODE_LOCAL
-// and DHP_SM90_COMBINE_PDL at every call of the decode path).
-class EnvSetting {
- public:
-  EnvSetting(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~EnvSetting() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 class LocalSetting : public EnvSetting {
  public:
