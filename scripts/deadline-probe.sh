@@ -4,6 +4,7 @@
 # and runs the pytest selection it names), then one dudect run per argument.
 #   OUT=dir scripts/deadline-probe.sh "LABEL=dhp_validate dudect args" ...
 #   e.g. "graph=--test lengths --deadline auto --deadline-probe 1 --graph 1"
+#        "early=--test lengths --deadline auto DHP_DEADLINE_PDL=1"  (NAME=VALUE: that run's environment)
 # CONFIG: the configuration (default: the gate's small row); N: measurements
 # (default 10^6). Each run is capped at RUN_S seconds (default 150).
 set -uo pipefail
@@ -26,13 +27,18 @@ if [ -n "${PYTHON_TESTS:-}" ]; then
 fi
 i=0
 for run in "$@"; do
-  # LABEL=ARGS split at the first "=-" (a label may hold '=', e.g. "L=S_max").
-  i=$((i + 1)); label="${run%%=-*}"; args="${run#"$label"=}"
+  # LABEL=ARGS split at the first "=-" (a label may hold '=', e.g. "L=S_max");
+  # tokens of ARGS shaped NAME=VALUE (upper case) go to the environment of
+  # that run alone, e.g. "early=--test lengths --deadline auto DHP_DEADLINE_PDL=1".
+  i=$((i + 1)); label="${run%%=-*}"; args=""; envs=""
+  for tok in ${run#"$label"=}; do
+    if [[ "$tok" =~ ^[A-Z_][A-Z0-9_]*= ]]; then envs="$envs $tok"; else args="$args $tok"; fi
+  done
   # shellcheck disable=SC2086
-  timeout "${RUN_S:-150}" build/hopper/tools/validate/dhp_validate dudect $cfg --measurements "${N:-1000000}" \
-    --warmup 5000 --calib 20000 $args --out "$out/run$i.json" > "$out/run$i.txt" 2>&1
+  timeout "${RUN_S:-150}" env $envs build/hopper/tools/validate/dhp_validate dudect $cfg \
+    --measurements "${N:-1000000}" --warmup 5000 --calib 20000 $args --out "$out/run$i.json" > "$out/run$i.txt" 2>&1
   rc=$?
-  { echo "== $label (rc $rc, $(( $(date +%s) - t0 )) s)"; grep -E "^dudect|^deadline" "$out/run$i.txt"; } >> "$out/summary.txt"
+  { echo "== $label${envs:+ ($envs )} (rc $rc, $(( $(date +%s) - t0 )) s)"; grep -E "^dudect|^deadline|^  (per budget|slack mod|budget mod)" "$out/run$i.txt"; } >> "$out/summary.txt"
 done
 logs=$(cd "$out" && ls | grep -v -e summary.txt -e logs.tar.gz)
 # shellcheck disable=SC2086
