@@ -192,7 +192,8 @@ Status attention_forward(const Params& p) {
   if (p.time_budget_ns == 0) return launch_attention(p, major);
 
   // A deadline call (kernels/common/deadline.hpp): the start stamped before
-  // the call's first kernel, the wait after its last, all in stream order.
+  // the call's first kernel, the wait after its last (in stream order unless
+  // DHP_DEADLINE_PDL, below).
   const auto stream = static_cast<cudaStream_t>(p.stream);
   if (const cudaError_t e = kernels::launch_deadline_start(p.deadline_state, stream); e != cudaSuccess)
     return cuda_failure("deadline start launch", e);

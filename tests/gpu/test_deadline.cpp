@@ -96,6 +96,16 @@ double reference_error(const Problem& p, const std::vector<uint16_t>& o, int64_t
   return ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
 }
 
+// The call's output (p.o) against the float64 reference, with no NaN (nor
+// the poison) left in it.
+void expect_output_matches_reference(const Problem& p) {
+  std::vector<uint16_t> o(p.nq());
+  CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
+  int64_t nan = 0;
+  EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
+  EXPECT_EQ(nan, 0) << "NaN (or the poison) in the output";
+}
+
 uint64_t fresh_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 // A zeroed deadline state in device memory, or nullptr.
@@ -255,11 +265,7 @@ void expect_overruns_counted_and_ending_at_the_next_budget() {
   host = read_state(state);
   EXPECT_EQ(host.overruns, 7u) << "work " << work_ns << " ns, budget " << a.time_budget_ns << " ns";
   cudaStreamDestroy(stream);
-  std::vector<uint16_t> o(p.nq());
-  CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
-  int64_t nan = 0;
-  EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
-  EXPECT_EQ(nan, 0);
+  expect_output_matches_reference(p);
   cudaFree(state);
   free_problem(p);
 }
@@ -310,11 +316,7 @@ TEST(Deadline, GraphReplayKeepsTheDeadline) {
     EXPECT_LE(ns, kBudgetNs + 1'000'000) << "replay " << replay;
   }
   EXPECT_EQ(read_state(state).overruns, 0u);
-  std::vector<uint16_t> o(p.nq());
-  CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
-  int64_t nan = 0;
-  EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
-  EXPECT_EQ(nan, 0);
+  expect_output_matches_reference(p);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaFree(state);

@@ -6,6 +6,8 @@
 // src/kernels/public_pointers.audit declares the state pointer).
 #include "kernels/common/deadline.hpp"
 
+#include "kernels/common/launch_util.hpp"
+
 namespace dhp::kernels {
 namespace {
 
@@ -78,17 +80,8 @@ cudaError_t launch_deadline_start(dhp_deadline_state* state, cudaStream_t stream
 }
 
 cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream, bool early) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(1);
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = early ? 1 : 0;
-  return early ? cudaLaunchKernelEx(&config, deadline_wait_kernel<true>, state, budget_ns)
-               : cudaLaunchKernelEx(&config, deadline_wait_kernel<false>, state, budget_ns);
+  return early ? launch_pdl(deadline_wait_kernel<true>, dim3(1), dim3(1), 0, stream, true, state, budget_ns)
+               : launch_pdl(deadline_wait_kernel<false>, dim3(1), dim3(1), 0, stream, false, state, budget_ns);
 }
 
 }  // namespace dhp::kernels
