@@ -6,6 +6,7 @@
 //   dhp_validate classes  [config] --out F   gate 1: one launch per input class (run under ncu)
 //   dhp_validate dudect   [config] --test values|lengths --measurements N --out F
 //                         [--deadline auto|NS [--deadline-margin PCT] [--deadline-slack-ns NS]
+//                          [--deadline-calib work|events] [--deadline-calib-calls N]
 //                          [--deadline-probe 1] [--deadline-jitter-ns J]]  (threat model §8; diagnostics)
 //                         [--graph 1]   the timed call as a CUDA graph replay
 //                         [--null 1]    A/A control: both classes get the fixed inputs
@@ -290,22 +291,35 @@ int run_dudect(const Problem& p, const Flags& f) {
   if (!ws.forward(stream) || cudaStreamSynchronize(stream) != cudaSuccess) return fail_usage("first launch failed");
   // The deadline (threat model §8): --deadline N gives every timed launch a
   // budget of N ns; --deadline auto calibrates it as a user would, from
-  // public inputs only: the slowest of kDeadlineCalib back-to-back launches
-  // of the slowest class -- full lengths, fresh random values, so the most
-  // nonzero operands and the lowest power-limited clock -- times 1 +
-  // --deadline-margin percent (default 5).
+  // public inputs only: the slowest of --deadline-calib-calls back-to-back
+  // launches of the slowest class -- full lengths, fresh random values, so
+  // the most nonzero operands and the lowest power-limited clock -- times 1 +
+  // --deadline-margin percent (default 5). --deadline-calib work (default)
+  // times what the budget covers, each call's work under the deadline on the
+  // GPU clock (Workspace::calibrate_deadline_work); events (sessions 48-50)
+  // times calls without the deadline between two events, which saw too few
+  // calls: 1 call in 4 400 of 10^6 overran its budget in session 50.
   const std::string deadline = f.get("--deadline", "");
   if (!deadline.empty() && p.kernel != Kernel::kShipped) return fail_usage("--deadline: the shipped kernel only");
+  const std::string calib_mode = f.get("--deadline-calib", "work");
+  const int64_t calib_calls = f.num("--deadline-calib-calls", 16384);
+  if (calib_mode != "work" && calib_mode != "events") return fail_usage("--deadline-calib: work|events");
+  if (calib_calls < 1 || calib_calls > 1'000'000) return fail_usage("--deadline-calib-calls: 1 .. 10^6");
   double deadline_calib_max_us = 0;
   int64_t budget_ns = 0;
-  if (deadline == "auto") {
-    constexpr int kDeadlineCalib = 2048;
+  if (deadline == "auto" && calib_mode == "work") {
+    const int64_t slowest_ns = ws.calibrate_deadline_work(hold, calib_calls, kBatch / 2, full_lq, full_lk, fresh, stream);
+    if (slowest_ns <= 0) return fail_usage("deadline calibration failed: " + ws.error());
+    deadline_calib_max_us = static_cast<double>(slowest_ns) / 1000.0;
+  } else if (deadline == "auto") {
     std::vector<float> calib_times;
     bool calibrated = true;
-    while (calibrated && calib_times.size() < kDeadlineCalib)
+    while (calibrated && static_cast<int64_t>(calib_times.size()) < calib_calls)
       calibrated = ok_calibrate(ws, hold, kBatch / 2, ev[0], stream, full_lq, full_lk, fresh, calib_times);
     if (!calibrated) return fail_usage("deadline calibration failed");
     deadline_calib_max_us = *std::max_element(calib_times.begin(), calib_times.end());
+  }
+  if (deadline == "auto") {
     // The slack: an allowance for launch jitter beyond the calibration's
     // slowest call, and for the GPU clock's tick (32 ns on the H200).
     budget_ns = static_cast<int64_t>(deadline_calib_max_us * 1000.0 * (1.0 + f.num("--deadline-margin", 5) / 100.0)) +
@@ -456,7 +470,8 @@ int run_dudect(const Problem& p, const Flags& f) {
      << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal") << ",\"graph\":" << (graph ? "true" : "false")
      << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_jitter_ns\":" << jitter_ns
      << ",\"jitter_out\":" << jitter_json << ",\"deadline_ns\":" << budget_ns
-     << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us)
+     << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us) << ",\"deadline_calib\":"
+     << jstr(deadline == "auto" ? calib_mode : "none") << ",\"deadline_calib_calls\":" << (deadline == "auto" ? calib_calls : 0)
      << ",\"deadline_overruns\":" << overruns << ",\"deadline_overruns_by_class\":[" << overruns_by[0] << ","
      << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns) << ",\"deadline_probe\":" << probe_json
      << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
@@ -485,9 +500,11 @@ int run_dudect(const Problem& p, const Flags& f) {
   if (budget_ns > 0) {
     std::printf("deadline: overruns fixed / random class %llu / %llu\n", static_cast<unsigned long long>(overruns_by[0]),
                 static_cast<unsigned long long>(overruns_by[1]));
-    std::printf("deadline: %lld ns (calibration: slowest %.2f us), overruns %llu of %lld launches; GPU clock "
-                "tick %.0f ns mean, %.0f ns smallest\n",
-                static_cast<long long>(budget_ns), deadline_calib_max_us, static_cast<unsigned long long>(overruns),
+    std::printf("deadline: %lld ns (calibration: slowest %.2f us, %s of %lld calls), overruns %llu of %lld launches; "
+                "GPU clock tick %.0f ns mean, %.0f ns smallest\n",
+                static_cast<long long>(budget_ns), deadline_calib_max_us,
+                deadline == "auto" ? (calib_mode == "work" ? "work" : "event-timed") : "none",
+                static_cast<long long>(deadline == "auto" ? calib_calls : 0), static_cast<unsigned long long>(overruns),
                 static_cast<long long>(total), tick.mean_ns, tick.min_ns);
   }
   return write_file(f.get("--out", ""), js.str()) ? (pass ? 0 : 1) : 2;

@@ -257,6 +257,16 @@ def step_extra(ctx):
     step_dudect(ctx, EXTRA, "extra")
 
 
+def calibration_words(rec):
+    """How a dudect record's deadline was set: its calibration (dhp_validate --deadline-calib) or a given budget."""
+    mode, us = rec.get("deadline_calib", "events"), float(rec.get("deadline_calib_max_us", 0))
+    if mode == "none" or (mode == "events" and us == 0):
+        return "given"
+    what = "work under the deadline" if mode == "work" else "event-timed call"
+    calls = rec.get("deadline_calib_calls")
+    return f"slowest calibration {what} {us:.1f} us" + (f" of {calls}" if calls else "")
+
+
 def dudect_runs(ctx, runs, recs, key):
     for name, cfg, test, n, warm, expect, extra in runs:
         if ctx.late():
@@ -280,8 +290,8 @@ def dudect_runs(ctx, runs, recs, key):
                       f"median fixed/random {rec['classes'][0]['median_us']:.2f}/{rec['classes'][1]['median_us']:.2f} us, "
                       f"mean fixed - random {(rec['classes'][0]['mean_us'] - rec['classes'][1]['mean_us']) * 1000:+.2f} ns"
                       + (f", {rec['host_starved']} host-starved batches" if rec.get("host_starved") else "")
-                      + (f", deadline {rec['deadline_ns'] / 1000:.1f} us (slowest calibration call "
-                         f"{float(rec['deadline_calib_max_us']):.1f} us), {rec['deadline_overruns']} overruns "
+                      + (f", deadline {rec['deadline_ns'] / 1000:.1f} us ({calibration_words(rec)}), "
+                         f"{rec['deadline_overruns']} overruns "
                          f"(fixed/random {'/'.join(map(str, rec.get('deadline_overruns_by_class', [])))}), "
                          f"GPU clock tick {float(rec.get('timer_tick_ns', 0)):.0f} ns"
                          if rec.get("deadline_ns") else "")

@@ -83,6 +83,14 @@ __global__ void tally_overruns_kernel(const dhp_deadline_state* state, uint64_t*
   tally[0] = now;
 }
 
+// The deadline's calibration (Workspace::calibrate_deadline_work): folds the
+// last call's work -- start stamp to the wait's arrival, what a budget must
+// cover -- into the largest so far, tally[3].
+__global__ void fold_work_max_kernel(const dhp_deadline_state* state, uint64_t* tally) {
+  const uint64_t w = state->last_work_ns;
+  tally[3] = w > tally[3] ? w : tally[3];
+}
+
 // Diagnostic (dhp_validate dudect --deadline-probe): where a deadline call's
 // residual lives. Enqueued after a timed launch's end event; record i gets
 // {the call's work on the GPU clock (arrival - start), the time from the
@@ -414,8 +422,8 @@ void Workspace::set_deadline(int64_t budget_ns) {
   if (budget_ns > 0 && deadline_state_ == nullptr) {
     WS_CUDA(cudaMalloc(&deadline_state_, sizeof(dhp_deadline_state)));
     WS_CUDA(cudaMemset(deadline_state_, 0, sizeof(dhp_deadline_state)));
-    WS_CUDA(cudaMalloc(&tally_, 3 * sizeof(uint64_t)));
-    WS_CUDA(cudaMemset(tally_, 0, 3 * sizeof(uint64_t)));
+    WS_CUDA(cudaMalloc(&tally_, 4 * sizeof(uint64_t)));
+    WS_CUDA(cudaMemset(tally_, 0, 4 * sizeof(uint64_t)));
   }
   budget_ns_ = budget_ns;
 }
@@ -430,6 +438,35 @@ void Workspace::overruns_by_class(uint64_t out[2]) {
   uint64_t h[3] = {0, 0, 0};
   if (tally_ != nullptr) WS_CUDA(cudaMemcpy(h, tally_, sizeof h, cudaMemcpyDeviceToHost));
   out[0] = h[1], out[1] = h[2];
+}
+
+int64_t Workspace::calibrate_deadline_work(StreamHold& hold, int64_t calls, int batch, const std::vector<int32_t>& lq,
+                                           const std::vector<int32_t>& lk, uint64_t& fresh, cudaStream_t stream) {
+  const int64_t budget = budget_ns_;
+  set_deadline(1);  // every call overruns and ends 2 us past its work (deadline.cu's guard)
+  uint64_t zero = 0;
+  bool ok = error_.empty() &&
+            cudaMemcpy(tally_ + 3, &zero, sizeof zero, cudaMemcpyHostToDevice) == cudaSuccess;
+  // One untimed call first: the deadline kernels' lazy loading must not run
+  // inside a hold (session 48: it starved the batch past its deadlines).
+  generate_values(++fresh, stream);
+  set_lengths(lq, lk, stream);
+  ok = ok && forward(stream) && cudaStreamSynchronize(stream) == cudaSuccess;
+  for (int64_t done = 0; ok && done < calls; done += batch) {
+    hold.hold(0, stream);
+    for (int64_t j = 0; ok && j < batch && done + j < calls; ++j) {
+      generate_values(++fresh, stream);
+      set_lengths(lq, lk, stream);
+      ok = static_cast<bool>(forward(stream));
+      fold_work_max_kernel<<<1, 1, 0, stream>>>(deadline_state_, tally_);
+    }
+    hold.release(0);
+    ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
+  }
+  uint64_t h[4] = {0, 0, 0, 0};
+  ok = ok && cudaMemcpy(h, tally_, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess && error_.empty();
+  set_deadline(budget);
+  return ok ? static_cast<int64_t>(h[3]) : -1;
 }
 
 void Workspace::prepare_probe(int64_t count) {

@@ -50,6 +50,8 @@ HostInputs make_class(const Problem& p, const std::string& name, uint64_t seed);
 bool leaky_available();
 
 // Device buffers of one problem.
+class StreamHold;
+
 class Workspace {
  public:
   explicit Workspace(const Problem& p);
@@ -85,6 +87,13 @@ class Workspace {
   // `cls` (cls < 0: only takes the current count as the base).
   void tally_overruns(int cls, cudaStream_t stream);
   void overruns_by_class(uint64_t out[2]);  // synchronises
+  // --deadline auto's calibration on the quantity a budget must cover: the
+  // slowest work (start stamp to the wait's arrival, the state's
+  // last_work_ns) over `calls` deadline calls with lengths lq/lk and fresh
+  // values, `batch` at a time behind `hold` (slot 0), after one untimed call.
+  // Synchronises; the budget set before is restored. -1 on an error.
+  int64_t calibrate_deadline_work(StreamHold& hold, int64_t calls, int batch, const std::vector<int32_t>& lq,
+                                  const std::vector<int32_t>& lk, uint64_t& fresh, cudaStream_t stream);
   // Diagnostic (--deadline-probe): after timed launch i of `count`, record
   // {work ns, ns from the deadline to the probe, SM clock MHz, overruns so
   // far} (deadline_probe_kernel); probe_records reads all back (synchronises).
@@ -100,7 +109,8 @@ class Workspace {
   float* lse_ = nullptr;
   int32_t *lens_q_ = nullptr, *lens_k_ = nullptr;
   dhp_deadline_state* deadline_state_ = nullptr;
-  uint64_t* tally_ = nullptr;  // [0] overruns at the last tally, [1 + class] overruns per class
+  uint64_t* tally_ = nullptr;  // [0] overruns at the last tally, [1 + class] overruns per class,
+                               // [3] the calibration's largest work (ns)
   float* probe_ = nullptr;     // 4 floats per timed launch (--deadline-probe)
   cudaGraphExec_t graph_ = nullptr;
   int64_t budget_ns_ = 0;
