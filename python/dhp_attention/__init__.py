@@ -115,8 +115,7 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
     ends on the GPU at its start + time_budget_ns (1 ns .. 10 s) on the GPU's
     nanosecond clock, not the SM clock, so that its duration does not follow
     the secret lengths' effect on power (a residual of 0-5 ns per 20 µs call
-    remains, after the deadline, of either sign from run to run; sessions
-    48-49). deadline_state: int64 [3] on q's device, zeroed once
+    remains after the deadline, larger at longer budgets; sessions 48-50). deadline_state: int64 [3] on q's device, zeroed once
     (deadline_state() makes one), one per stream in flight; the call writes
     (start_ns, overruns, last_work_ns) there. Calibrate the budget on public
     inputs (calibrate_time_budget: full lengths, random values) and keep
