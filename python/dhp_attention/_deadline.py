@@ -100,9 +100,6 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     st = torch.cuda.current_stream(q.device) if stream is None else stream
     s_dim = 1 if layout == "bshd" else 2
 
-    # The calibration's own deadline state: the caller's overrun count stays as it was.
-    cal_state = deadline_state(q.device)
-
     def call():
         # A 1 ns budget: the call overruns, records its work in last_work_ns
         # and waits to 2 us past it (the library's fixed-time overrun path).
@@ -120,7 +117,10 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
         lens = dict(seqlens=None if seqlens is None else torch.full_like(seqlens, q.shape[s_dim]),
                     seqlens_q=None if seqlens_q is None else torch.full_like(seqlens_q, q.shape[s_dim]),
                     seqlens_k=None if seqlens_k is None else torch.full_like(seqlens_k, k.shape[s_dim]))
-        slowest = torch.zeros(1, dtype=torch.int64, device=q.device)  # ns, folded on the GPU after each call
+        # The calibration's own deadline state (the caller's overrun count
+        # stays as it was) and its slowest work in ns, folded on the GPU.
+        cal_state = deadline_state(q.device)
+        slowest = torch.zeros(1, dtype=torch.int64, device=q.device)
         # Untimed: lazy loading and the library's plan caches; its host time
         # sizes the holds (twice a batch's enqueueing).
         call()
