@@ -19,13 +19,13 @@ def runs(out_dir: Path):
     """(label, record) per run of one deadline-probe.sh output folder."""
     labels = re.findall(r"^== (\S+)", (out_dir / "summary.txt").read_text(), re.M)
     with tarfile.open(out_dir / "logs.tar.gz") as tar:
+        names = set(tar.getnames())
         for i, label in enumerate(labels, 1):
-            try:
-                member = tar.extractfile(f"run{i}.json") or tar.extractfile(f"./run{i}.json")
-            except KeyError:
+            name = next((n for n in (f"run{i}.json", f"./run{i}.json") if n in names), None)
+            if name is None:
                 print(f"{out_dir}: run{i}.json ({label}) missing: the run did not finish", file=sys.stderr)
                 continue
-            yield label, json.load(io.TextIOWrapper(member))
+            yield label, json.load(io.TextIOWrapper(tar.extractfile(name)))
 
 
 def row(label, rec):
@@ -34,9 +34,9 @@ def row(label, rec):
     probe = rec.get("deadline_probe") or {}
     post = probe.get("post_ns")
     return (rec["deadline_ns"], label, (fixed["mean_us"] - rand["mean_us"]) * 1e3, fixed["sd_us"] * 1e3,
-            rand["sd_us"] * 1e3, last["t_raw"], last["max_abs_t"], last["worst"],
+            rand["sd_us"] * 1e3, float(last["t_raw"]), float(last["max_abs_t"]), last["worst"],
             "PASS" if rec["pass"] else "FAIL", rec["deadline_overruns"],
-            "" if post is None else f"{post['fixed'] - post['random']:+.2f} ({post['t']:+.1f})")
+            "" if post is None else f"{float(post['fixed']) - float(post['random']):+.2f} ({float(post['t']):+.1f})")
 
 
 def main(argv):

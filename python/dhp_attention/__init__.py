@@ -111,16 +111,14 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
     (all the same one, else ValueError), else the legacy default stream (0). Not traced by
     torch.compile (it mutates its outputs); use attention() there.
 
-    time_budget_ns, deadline_state: the deadline (threat model §8): the call
-    ends on the GPU at its start + time_budget_ns (1 ns .. 10 s) on the GPU's
-    nanosecond clock, not the SM clock, so that its duration does not follow
-    the secret lengths' effect on power (a residual of 0-5 ns per 20 µs call
-    remains after the deadline, larger at longer budgets; sessions 48-50). deadline_state: int64 [3] on q's device, zeroed once
-    (deadline_state() makes one), one per stream in flight; the call writes
-    (start_ns, overruns, last_work_ns) there. Calibrate the budget on public
-    inputs (calibrate_time_budget: full lengths, random values) and keep
-    overruns at 0: an overrun waits for a later multiple of the budget, and
-    slower inputs overrun more often."""
+    time_budget_ns, deadline_state: the deadline (threat model §8): the call ends on the GPU at its
+    start + time_budget_ns (1 ns .. 10 s) on the GPU's nanosecond clock, not the SM clock, so that
+    its duration does not follow the secret lengths' effect on power (a residual of 0-5 ns per 20 µs
+    call remains after the deadline, larger at longer budgets; sessions 48-50). deadline_state:
+    int64 [3] on q's device, zeroed once (deadline_state() makes one), one per stream in flight; the
+    call writes (start_ns, overruns, last_work_ns) there. Calibrate the budget on public inputs
+    (calibrate_time_budget: full lengths, random values) and keep overruns at 0: an overrun waits
+    for a later multiple of the budget, and slower inputs overrun more often."""
     kw = dict(causal=causal, scale=scale, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k, layout=layout)
     q_info = _core.describe(q, "q")
     state_info = None if deadline_state is None else _core.describe(deadline_state, "deadline_state")

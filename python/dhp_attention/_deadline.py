@@ -20,9 +20,12 @@ from . import _core
 
 torch = _core.torch
 
-# A GPU-side hold before each batch of timed calls: the host enqueues the
-# batch while the GPU spins, so no call's events include the host's
-# enqueueing (scripts' dhp_validate does the same with its StreamHold).
+# A GPU-side hold before each batch of calibration calls: the host enqueues
+# the batch while the GPU spins, so no call's measured work holds the host's
+# enqueueing (dhp_validate does the same with its StreamHold). The GPU then
+# idles between batches -- Python enqueues slower than the GPU runs a small
+# call -- so it calibrates a cooler GPU than a long back-to-back run: the
+# margin covers the clock's difference (a few %), and overruns show it.
 _BATCH = 32
 _MIN_HOLD_CYCLES = 2_000_000  # about 1 ms at the H200's 1.98 GHz
 _MAX_BUDGET_NS = 10_000_000_000  # the library's limit (include/dhp/attention.h)

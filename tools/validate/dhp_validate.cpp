@@ -296,9 +296,10 @@ int run_dudect(const Problem& p, const Flags& f) {
   // the most nonzero operands and the lowest power-limited clock -- times 1 +
   // --deadline-margin percent (default 5). --deadline-calib work (default)
   // times what the budget covers, each call's work under the deadline on the
-  // GPU clock (Workspace::calibrate_deadline_work); events (sessions 48-50)
-  // times calls without the deadline between two events, which saw too few
-  // calls: 1 call in 4 400 of 10^6 overran its budget in session 50.
+  // GPU clock, start stamp to the wait (Workspace::calibrate_deadline_work);
+  // events (sessions 48-50, 2048 calls) timed calls without the deadline's
+  // kernels between two events: 1 call in 4 400 of 10^6 overran its budget
+  // in session 50.
   const std::string deadline = f.get("--deadline", "");
   if (!deadline.empty() && p.kernel != Kernel::kShipped) return fail_usage("--deadline: the shipped kernel only");
   const std::string calib_mode = f.get("--deadline-calib", "work");
@@ -306,11 +307,14 @@ int run_dudect(const Problem& p, const Flags& f) {
   if (calib_mode != "work" && calib_mode != "events") return fail_usage("--deadline-calib: work|events");
   if (calib_calls < 1 || calib_calls > 1'000'000) return fail_usage("--deadline-calib-calls: 1 .. 10^6");
   double deadline_calib_max_us = 0;
-  int64_t budget_ns = 0;
+  int64_t budget_ns = 0, calib_done = 0;
+  int calib_starved = 0;
   if (deadline == "auto" && calib_mode == "work") {
-    const int64_t slowest_ns = ws.calibrate_deadline_work(hold, calib_calls, kBatch / 2, full_lq, full_lk, fresh, stream);
-    if (slowest_ns <= 0) return fail_usage("deadline calibration failed: " + ws.error());
-    deadline_calib_max_us = static_cast<double>(slowest_ns) / 1000.0;
+    const DeadlineCalibration c =
+        ws.calibrate_deadline_work(hold, calib_calls, kBatch / 2, full_lq, full_lk, fresh, stream);
+    if (c.slowest_ns <= 0) return fail_usage("deadline calibration failed: " + c.error);
+    deadline_calib_max_us = static_cast<double>(c.slowest_ns) / 1000.0;
+    calib_done = c.calls, calib_starved = c.starved_batches;
   } else if (deadline == "auto") {
     std::vector<float> calib_times;
     bool calibrated = true;
@@ -318,6 +322,7 @@ int run_dudect(const Problem& p, const Flags& f) {
       calibrated = ok_calibrate(ws, hold, kBatch / 2, ev[0], stream, full_lq, full_lk, fresh, calib_times);
     if (!calibrated) return fail_usage("deadline calibration failed");
     deadline_calib_max_us = *std::max_element(calib_times.begin(), calib_times.end());
+    calib_done = static_cast<int64_t>(calib_times.size());
   }
   if (deadline == "auto") {
     // The slack: an allowance for launch jitter beyond the calibration's
@@ -372,6 +377,7 @@ int run_dudect(const Problem& p, const Flags& f) {
   // outgrew it, the hold timed out and the GPU waited for the host inside
   // a call, past its deadline).
   const int batch = budget_ns > 0 ? kBatch / 2 : kBatch;
+  const int timeouts_before = hold.timeouts();  // the calibration's are its own
 
   int64_t enqueued = 0;
   int slot = 0;
@@ -426,7 +432,7 @@ int run_dudect(const Problem& p, const Flags& f) {
   for (auto& v : ev)
     for (auto& e : v) cudaEventDestroy(e);
   cudaStreamDestroy(stream);
-  const int host_starved = hold.timeouts();
+  const int host_starved = hold.timeouts() - timeouts_before;
   const uint64_t overruns = ws.deadline_overruns() - overruns_before;
   uint64_t overruns_by[2] = {0, 0};
   ws.overruns_by_class(overruns_by);
@@ -471,7 +477,8 @@ int run_dudect(const Problem& p, const Flags& f) {
      << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_jitter_ns\":" << jitter_ns
      << ",\"jitter_out\":" << jitter_json << ",\"deadline_ns\":" << budget_ns
      << ",\"deadline_calib_max_us\":" << jnum(deadline_calib_max_us) << ",\"deadline_calib\":"
-     << jstr(deadline == "auto" ? calib_mode : "none") << ",\"deadline_calib_calls\":" << (deadline == "auto" ? calib_calls : 0)
+     << jstr(deadline == "auto" ? calib_mode : "none") << ",\"deadline_calib_calls\":" << calib_done
+     << ",\"deadline_calib_starved\":" << calib_starved
      << ",\"deadline_overruns\":" << overruns << ",\"deadline_overruns_by_class\":[" << overruns_by[0] << ","
      << overruns_by[1] << "],\"timer_tick_ns\":" << jnum(tick.mean_ns) << ",\"deadline_probe\":" << probe_json
      << ",\"pass\":" << (pass ? "true" : "false") << ",\"classes\":[";
@@ -500,11 +507,11 @@ int run_dudect(const Problem& p, const Flags& f) {
   if (budget_ns > 0) {
     std::printf("deadline: overruns fixed / random class %llu / %llu\n", static_cast<unsigned long long>(overruns_by[0]),
                 static_cast<unsigned long long>(overruns_by[1]));
-    std::printf("deadline: %lld ns (calibration: slowest %.2f us, %s of %lld calls), overruns %llu of %lld launches; "
-                "GPU clock tick %.0f ns mean, %.0f ns smallest\n",
+    std::printf("deadline: %lld ns (calibration: slowest %.2f us, %s of %lld calls, %d starved batches), overruns "
+                "%llu of %lld launches; GPU clock tick %.0f ns mean, %.0f ns smallest\n",
                 static_cast<long long>(budget_ns), deadline_calib_max_us,
                 deadline == "auto" ? (calib_mode == "work" ? "work" : "event-timed") : "none",
-                static_cast<long long>(deadline == "auto" ? calib_calls : 0), static_cast<unsigned long long>(overruns),
+                static_cast<long long>(calib_done), calib_starved, static_cast<unsigned long long>(overruns),
                 static_cast<long long>(total), tick.mean_ns, tick.min_ns);
   }
   return write_file(f.get("--out", ""), js.str()) ? (pass ? 0 : 1) : 2;

@@ -264,7 +264,8 @@ def calibration_words(rec):
         return "given"
     what = "work under the deadline" if mode == "work" else "event-timed call"
     calls = rec.get("deadline_calib_calls")
-    return f"slowest calibration {what} {us:.1f} us" + (f" of {calls}" if calls else "")
+    return f"slowest calibration {what} {us:.1f} us" + (f" of {calls} calls" if calls else "") + \
+        (f", {rec['deadline_calib_starved']} starved batches" if rec.get("deadline_calib_starved") else "")
 
 
 def dudect_runs(ctx, runs, recs, key):

@@ -440,33 +440,70 @@ void Workspace::overruns_by_class(uint64_t out[2]) {
   out[0] = h[1], out[1] = h[2];
 }
 
-int64_t Workspace::calibrate_deadline_work(StreamHold& hold, int64_t calls, int batch, const std::vector<int32_t>& lq,
-                                           const std::vector<int32_t>& lk, uint64_t& fresh, cudaStream_t stream) {
+DeadlineCalibration Workspace::calibrate_deadline_work(StreamHold& hold, int64_t calls, int batch,
+                                                       const std::vector<int32_t>& lq, const std::vector<int32_t>& lk,
+                                                       uint64_t& fresh, cudaStream_t stream) {
+  DeadlineCalibration r;
+  if (batch < 1 || calls < 1) {
+    r.error = "calibration: calls and batch must be >= 1";
+    return r;
+  }
   const int64_t budget = budget_ns_;
   set_deadline(1);  // every call overruns and ends 2 us past its work (deadline.cu's guard)
-  uint64_t zero = 0;
-  bool ok = error_.empty() &&
-            cudaMemcpy(tally_ + 3, &zero, sizeof zero, cudaMemcpyHostToDevice) == cudaSuccess;
-  // One untimed call first: the deadline kernels' lazy loading must not run
-  // inside a hold (session 48: it starved the batch past its deadlines).
+  auto failed = [&](const std::string& what) {
+    set_deadline(budget);
+    r.error = what + (error_.empty() ? "" : ": " + error_);
+    return r;
+  };
+  // The state's zeroing (set_deadline, on the legacy stream) done before
+  // anything on `stream`; then the running maximum zeroed in stream order.
+  if (cudaDeviceSynchronize() != cudaSuccess || !error_.empty()) return failed("calibration: setup");
+  // One untimed call and fold first: lazy loading of the deadline kernels
+  // and of the fold must not run inside a hold (session 48: it starved the
+  // batch past its deadlines).
   generate_values(++fresh, stream);
   set_lengths(lq, lk, stream);
-  ok = ok && forward(stream) && cudaStreamSynchronize(stream) == cudaSuccess;
-  for (int64_t done = 0; ok && done < calls; done += batch) {
-    hold.hold(0, stream);
-    for (int64_t j = 0; ok && j < batch && done + j < calls; ++j) {
+  Status st = forward(stream);
+  fold_work_max_kernel<<<1, 1, 0, stream>>>(deadline_state_, tally_);
+  if (!st) return failed("calibration: " + st.message);
+  WS_CUDA(cudaMemsetAsync(tally_ + 3, 0, sizeof(uint64_t), stream));
+  if (cudaStreamSynchronize(stream) != cudaSuccess || !error_.empty()) return failed("calibration: first call");
+  // Batches double-buffered as in the timed loop (dhp_validate dudect): the
+  // host enqueues one behind a hold while the GPU runs the other, so the GPU
+  // stays as busy -- and as warm, at the same clock -- as under the timed
+  // calls; a batch's end event bounds the queue two batches later.
+  cudaEvent_t batch_end[2] = {nullptr, nullptr};
+  bool pending[2] = {false, false};
+  for (auto& e : batch_end)
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return failed("calibration: events");
+  const int timeouts_before = hold.timeouts();
+  int slot = 0;
+  for (int64_t done = 0; st && done < calls; done += batch, slot ^= 1) {
+    if (pending[slot] && cudaEventSynchronize(batch_end[slot]) != cudaSuccess) {
+      st = Status{DHP_ERROR_CUDA, "a batch's end event failed"};
+      break;
+    }
+    hold.hold(slot, stream);
+    for (int64_t j = 0; st && j < batch && done + j < calls; ++j, ++r.calls) {
       generate_values(++fresh, stream);
       set_lengths(lq, lk, stream);
-      ok = static_cast<bool>(forward(stream));
+      st = forward(stream);
       fold_work_max_kernel<<<1, 1, 0, stream>>>(deadline_state_, tally_);
     }
-    hold.release(0);
-    ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
+    hold.release(slot);
+    pending[slot] = cudaEventRecord(batch_end[slot], stream) == cudaSuccess;
   }
+  const bool synced = cudaStreamSynchronize(stream) == cudaSuccess;
+  for (auto& e : batch_end) cudaEventDestroy(e);
+  WS_CUDA(cudaGetLastError());
+  r.starved_batches = hold.timeouts() - timeouts_before;
   uint64_t h[4] = {0, 0, 0, 0};
-  ok = ok && cudaMemcpy(h, tally_, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess && error_.empty();
+  if (!st) return failed("calibration: " + st.message);
+  if (!synced || cudaMemcpy(h, tally_, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess || !error_.empty())
+    return failed(std::string("calibration: ") + cudaGetErrorString(cudaGetLastError()));
   set_deadline(budget);
-  return ok ? static_cast<int64_t>(h[3]) : -1;
+  r.slowest_ns = static_cast<int64_t>(h[3]);
+  return r;
 }
 
 void Workspace::prepare_probe(int64_t count) {

@@ -52,6 +52,15 @@ bool leaky_available();
 // Device buffers of one problem.
 class StreamHold;
 
+// Workspace::calibrate_deadline_work's result: slowest_ns > 0 on success,
+// else error says why; starved_batches counts holds that ran out (those
+// batches' work may hold host time: the budget errs high, not low).
+struct DeadlineCalibration {
+  int64_t slowest_ns = 0, calls = 0;
+  int starved_batches = 0;
+  std::string error;
+};
+
 class Workspace {
  public:
   explicit Workspace(const Problem& p);
@@ -90,10 +99,11 @@ class Workspace {
   // --deadline auto's calibration on the quantity a budget must cover: the
   // slowest work (start stamp to the wait's arrival, the state's
   // last_work_ns) over `calls` deadline calls with lengths lq/lk and fresh
-  // values, `batch` at a time behind `hold` (slot 0), after one untimed call.
-  // Synchronises; the budget set before is restored. -1 on an error.
-  int64_t calibrate_deadline_work(StreamHold& hold, int64_t calls, int batch, const std::vector<int32_t>& lq,
-                                  const std::vector<int32_t>& lk, uint64_t& fresh, cudaStream_t stream);
+  // values, `batch` at a time behind `hold` (both slots, double-buffered),
+  // after one untimed call. Synchronises; the budget set before is restored.
+  DeadlineCalibration calibrate_deadline_work(StreamHold& hold, int64_t calls, int batch,
+                                              const std::vector<int32_t>& lq, const std::vector<int32_t>& lk,
+                                              uint64_t& fresh, cudaStream_t stream);
   // Diagnostic (--deadline-probe): after timed launch i of `count`, record
   // {work ns, ns from the deadline to the probe, SM clock MHz, overruns so
   // far} (deadline_probe_kernel); probe_records reads all back (synchronises).
