@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "captured_graph.hpp"
 #include "env_setting.hpp"
 #include "harness.hpp"
 #include "reference/reference.hpp"
@@ -74,26 +75,14 @@ Params params_of(const Problem& p, cudaStream_t stream) {
   return a;
 }
 
-// Relative L2 error of o against the float64 reference; NaNs counted apart.
+// Relative L2 error of o against the float64 reference of p; NaNs counted apart.
 double reference_error(const Problem& p, const std::vector<uint16_t>& o, int64_t* nan) {
-  std::vector<double> qd(p.nq()), kd(p.nk()), vd(p.nk()), ref_o(p.nq()), ref_lse(p.B * p.Hq * p.Sq);
-  for (int64_t i = 0; i < p.nq(); ++i) qd[i] = from_bits(p.q[i], DType::kFloat16);
-  for (int64_t i = 0; i < p.nk(); ++i) kd[i] = from_bits(p.k[i], DType::kFloat16), vd[i] = from_bits(p.v[i], DType::kFloat16);
   ref::Problem rp;
   rp.batch = p.B; rp.seqlen_q = p.Sq; rp.seqlen_k = p.Sk; rp.heads_q = p.Hq; rp.heads_kv = p.Hkv; rp.head_dim = p.D;
   rp.causal = p.causal;
   rp.scale = default_softmax_scale(p.D);
   rp.lens_k = p.lens_k;
-  ref::attention(rp, qd.data(), kd.data(), vd.data(), ref_o.data(), ref_lse.data());
-  double diff2 = 0, ref2 = 0;
-  *nan = 0;
-  for (int64_t i = 0; i < p.nq(); ++i) {
-    const double x = from_bits(o[i], DType::kFloat16);
-    *nan += std::isnan(x) ? 1 : 0;
-    diff2 += (x - ref_o[i]) * (x - ref_o[i]);
-    ref2 += ref_o[i] * ref_o[i];
-  }
-  return ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  return reference_o_rel_l2(rp, p.q, p.k, p.v, o, DType::kFloat16, nan);
 }
 
 // The call's output (p.o) against the float64 reference, with no NaN (nor
@@ -105,8 +94,6 @@ void expect_output_matches_reference(const Problem& p) {
   EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
   EXPECT_EQ(nan, 0) << "NaN (or the poison) in the output";
 }
-
-uint64_t fresh_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
 // A zeroed deadline state in device memory, or nullptr.
 dhp_deadline_state* new_state() {
@@ -299,26 +286,19 @@ TEST(Deadline, GraphReplayKeepsTheDeadline) {
   Params a = params_of(p, stream);
   a.time_budget_ns = kBudgetNs;
   a.deadline_state = state;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status captured = attention_forward(a);
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  ASSERT_TRUE(captured) << captured.message;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  const CapturedGraph graph(stream, [&] { return attention_forward(a); });
+  ASSERT_EQ(graph.error(), "");
   EventTimer timer;
   for (int replay = 0; replay < 4; ++replay) {
     CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
     cudaError_t launched = cudaSuccess;
-    const double ns = timer.ns(stream, [&] { launched = cudaGraphLaunch(exec, stream); });
+    const double ns = timer.ns(stream, [&] { launched = graph.launch(stream); });
     CUDA_OK(launched);
     EXPECT_GE(ns, kBudgetNs - 2000) << "replay " << replay;
     EXPECT_LE(ns, kBudgetNs + 1'000'000) << "replay " << replay;
   }
   EXPECT_EQ(read_state(state).overruns, 0u);
   expect_output_matches_reference(p);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaFree(state);
   cudaStreamDestroy(stream);
   free_problem(p);

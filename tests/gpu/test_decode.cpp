@@ -104,7 +104,7 @@ struct Batch {
 };
 Batch random_batch(const Shape& s, int64_t B, int64_t odd) {
   Batch r;
-  r.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  r.seed = fresh_seed();
   std::mt19937_64 rng(r.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   r.q.resize(B * s.sq * s.hq * s.d);

@@ -133,7 +133,7 @@ void expect_same_alone_and_in_batch(DType dt, bool causal, Lens mode, int64_t Sq
                                     int64_t H = 4) {
   const int64_t B = 8, D = 64, per_seq = Sq * H * D, per_seq_k = Sk * H * D, pos = 5;
   expect_two_heights(causal, mode, Sq, Sk, H);
-  const uint64_t seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> q(B * per_seq), k(B * per_seq_k), v(B * per_seq_k);

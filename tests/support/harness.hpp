@@ -9,6 +9,10 @@
 
 #include "dhp/attention.hpp"
 
+namespace dhp::ref {
+struct Problem;  // src/reference/reference.hpp
+}  // namespace dhp::ref
+
 namespace dhp::testing {
 
 // True when a CUDA device of compute capability >= 8.0 is usable.
@@ -80,6 +84,16 @@ Errors run_case(const Case& c, uint64_t seed = 0, bool wrong_reference = false);
 // 16-bit conversions (round to nearest even).
 uint16_t to_bits(float x, DType d);
 float from_bits(uint16_t b, DType d);
+
+// A fresh 64-bit seed from std::random_device (print it: SCOPED_TRACE).
+uint64_t fresh_seed();
+
+// Relative L2 error of o (16-bit, BSHD contiguous) against the float64
+// reference of q, k, v (16-bit, BSHD contiguous) for `rp`; *nan counts the
+// NaNs in o (the poison is one). For tests that build their own calls
+// (graph replays, deadlines) rather than a Case.
+double reference_o_rel_l2(const ref::Problem& rp, const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
+                          const std::vector<uint16_t>& v, const std::vector<uint16_t>& o, DType d, int64_t* nan);
 
 }  // namespace dhp::testing
 

@@ -79,28 +79,6 @@ TestResult dudect_tests(const std::vector<Sample>& samples, int64_t n,
   return r;
 }
 
-JitterAnalysis jitter_taken_out(const std::vector<Sample>& samples, const std::vector<int32_t>& jitter_ns_of,
-                                int64_t jitter_ns, int bins) {
-  JitterAnalysis r;
-  if (jitter_ns <= 0 || bins <= 0 || samples.size() != jitter_ns_of.size()) return r;
-  Moments m[2];
-  std::vector<Moments> mb(static_cast<size_t>(bins) * 2);
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const double x = samples[i].us * 1000.0 - jitter_ns_of[i];
-    const int c = samples[i].cls;
-    const int64_t b = std::clamp<int64_t>(static_cast<int64_t>(jitter_ns_of[i]) * bins / jitter_ns, 0, bins - 1);
-    m[c].add(x);
-    mb[static_cast<size_t>(b) * 2 + c].add(x);
-  }
-  r.all = {m[0].mean - m[1].mean, welch_t(m[0], m[1])};
-  for (int b = 0; b < bins; ++b) {
-    const Moments& f = mb[static_cast<size_t>(b) * 2];
-    const Moments& g = mb[static_cast<size_t>(b) * 2 + 1];
-    r.bins.push_back({f.mean - g.mean, welch_t(f, g)});
-  }
-  return r;
-}
-
 std::vector<JitterDiff> phase_bins(const std::vector<Sample>& samples, const std::vector<int32_t>& jitter_ns_of,
                                    const std::vector<double>& phase_ns, int64_t period_ns, int bins) {
   std::vector<JitterDiff> r;
@@ -118,6 +96,19 @@ std::vector<JitterDiff> phase_bins(const std::vector<Sample>& samples, const std
     const Moments& g = mb[static_cast<size_t>(b) * 2 + 1];
     r.push_back({f.mean - g.mean, welch_t(f, g)});
   }
+  return r;
+}
+
+JitterAnalysis jitter_taken_out(const std::vector<Sample>& samples, const std::vector<int32_t>& jitter_ns_of,
+                                int64_t jitter_ns, int bins) {
+  JitterAnalysis r;
+  if (jitter_ns <= 0 || bins <= 0 || samples.size() != jitter_ns_of.size()) return r;
+  Moments m[2];
+  for (size_t i = 0; i < samples.size(); ++i) m[samples[i].cls].add(samples[i].us * 1000.0 - jitter_ns_of[i]);
+  r.all = {m[0].mean - m[1].mean, welch_t(m[0], m[1])};
+  // The jitter's own bins: its phase modulo its range (jitter in [0, J)).
+  const std::vector<double> jitter(jitter_ns_of.begin(), jitter_ns_of.end());
+  r.bins = phase_bins(samples, jitter_ns_of, jitter, jitter_ns, bins);
   return r;
 }
 

@@ -62,7 +62,6 @@ __device__ __forceinline__ uint64_t gpu_time_ns() {
 // The GPU clock's update period (the deadline's tick): one thread reads
 // %globaltimer until it has changed `changes` times; out = {first, last
 // reading, smallest step}.
-
 __global__ void timer_tick_kernel(uint64_t* out, int changes) {
   const uint64_t first = gpu_time_ns();
   uint64_t prev = first, step = ~uint64_t{0};
@@ -366,7 +365,6 @@ Workspace::Workspace(const Problem& p) : p_(p) {
 }
 
 Workspace::~Workspace() {
-  if (graph_ != nullptr) cudaGraphExecDestroy(graph_);
   for (void* ptr : {q_, k_, v_, o_, static_cast<void*>(lse_), static_cast<void*>(lens_q_),
                     static_cast<void*>(lens_k_), static_cast<void*>(deadline_state_), static_cast<void*>(tally_),
                     static_cast<void*>(probe_)})
@@ -536,21 +534,15 @@ uint64_t Workspace::deadline_overruns() {
 
 Status Workspace::capture_forward(cudaStream_t stream) {
   if (graph_ != nullptr) return Status{DHP_ERROR_INVALID_ARGUMENT, "forward already captured"};
-  WS_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status st = forward(stream);
-  cudaGraph_t g = nullptr;
-  WS_CUDA(cudaStreamEndCapture(stream, &g));
-  if (st && g != nullptr) WS_CUDA(cudaGraphInstantiate(&graph_, g, 0));
-  if (g != nullptr) cudaGraphDestroy(g);
-  if (!st) return st;
-  if (!error_.empty()) return Status{DHP_ERROR_CUDA, error_};
-  if (graph_ == nullptr) return Status{DHP_ERROR_CUDA, "graph capture gave no graph"};
+  auto graph = std::make_unique<testing::CapturedGraph>(stream, [&] { return forward(stream); });
+  if (!graph->error().empty()) return Status{DHP_ERROR_CUDA, graph->error()};
+  graph_ = std::move(graph);
   return Status{};
 }
 
 Status Workspace::replay_forward(cudaStream_t stream) {
   if (graph_ == nullptr) return Status{DHP_ERROR_INVALID_ARGUMENT, "no captured forward"};
-  WS_CUDA(cudaGraphLaunch(graph_, stream));
+  WS_CUDA(graph_->launch(stream));
   if (!error_.empty()) return Status{DHP_ERROR_CUDA, error_};
   return Status{};
 }

@@ -6,12 +6,14 @@
 // one through the public API, or the test-only leaky control).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 
+#include "captured_graph.hpp"
 #include "dhp/attention.hpp"
 
 namespace dhp::gates {
@@ -49,7 +51,6 @@ HostInputs make_class(const Problem& p, const std::string& name, uint64_t seed);
 // True when the leaky control was compiled in (DHP_BUILD_LEAKY_CONTROL).
 bool leaky_available();
 
-// Device buffers of one problem.
 class StreamHold;
 
 // Workspace::calibrate_deadline_work's result: slowest_ns > 0 on success,
@@ -61,6 +62,7 @@ struct DeadlineCalibration {
   std::string error;
 };
 
+// Device buffers of one problem.
 class Workspace {
  public:
   explicit Workspace(const Problem& p);
@@ -122,7 +124,7 @@ class Workspace {
   uint64_t* tally_ = nullptr;  // [0] overruns at the last tally, [1 + class] overruns per class,
                                // [3] the calibration's largest work (ns)
   float* probe_ = nullptr;     // 4 floats per timed launch (--deadline-probe)
-  cudaGraphExec_t graph_ = nullptr;
+  std::unique_ptr<testing::CapturedGraph> graph_;  // capture_forward
   int64_t budget_ns_ = 0;
   std::string error_;
   Params params() const;

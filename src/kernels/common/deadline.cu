@@ -72,11 +72,11 @@ __global__ void deadline_wait_kernel(dhp_deadline_state* state, uint64_t budget_
 
 }  // namespace
 
-// cudaLaunchKernel returns this launch's error without touching the error
-// state an earlier call of the caller's may have left.
+// Both in stream order through launch_pdl (cudaLaunchKernelEx), which
+// returns the launch's own error without touching the error state an earlier
+// call of the caller's may have left; the early wait with PDL.
 cudaError_t launch_deadline_start(dhp_deadline_state* state, cudaStream_t stream) {
-  void* args[] = {&state};
-  return cudaLaunchKernel(deadline_start_kernel, dim3(1), dim3(1), args, 0, stream);
+  return launch_pdl(deadline_start_kernel, dim3(1), dim3(1), 0, stream, false, state);
 }
 
 cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream, bool early) {
