@@ -299,6 +299,11 @@ def c_public_args(p: Problem, o_strides: tuple, causal: bool, scale) -> tuple:
     return shape, list(p.strides) + list(o_strides), flags
 
 
+# The library's largest deadline budget (include/dhp/attention.h); its own
+# check is the rule, Python repeats it only to word its int64 overflow the same.
+MAX_TIME_BUDGET_NS = 10_000_000_000
+
+
 def check_deadline(time_budget_ns, state: Optional[ArrayInfo], q: ArrayInfo) -> None:
     """The deadline's arguments as far as the C ABI cannot see them: the
     budget's type, and the state's dtype, shape and device (the library
@@ -307,7 +312,8 @@ def check_deadline(time_budget_ns, state: Optional[ArrayInfo], q: ArrayInfo) -> 
     if not isinstance(time_budget_ns, int) or isinstance(time_budget_ns, bool):
         raise TypeError(f"time_budget_ns: must be an int (nanoseconds), got {type(time_budget_ns).__name__}")
     if not -2 ** 63 <= time_budget_ns < 2 ** 63:
-        raise ValueError(f"time_budget_ns: must be 0 (no deadline) or 1 .. 10000000000 ns (got {time_budget_ns})")
+        raise ValueError(f"time_budget_ns: must be 0 (no deadline) or 1 .. {MAX_TIME_BUDGET_NS} ns "
+                         f"(got {time_budget_ns})")
     if state is None:
         return
     if state.dtype not in ("int64", "uint64"):

@@ -28,7 +28,6 @@ torch = _core.torch
 # margin covers the clock's difference (a few %), and overruns show it.
 _BATCH = 32
 _MIN_HOLD_CYCLES = 2_000_000  # about 1 ms at the H200's 1.98 GHz
-_MAX_BUDGET_NS = 10_000_000_000  # the library's limit (include/dhp/attention.h)
 
 
 def deadline_state(device=None):
@@ -148,7 +147,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
             done += n
         slowest_ns = int(slowest.item())
     budget = int(slowest_ns * (1.0 + margin)) + slack_ns
-    if budget > _MAX_BUDGET_NS:
+    if budget > _core.MAX_TIME_BUDGET_NS:
         raise ValueError(f"calibrate_time_budget: the slowest call's work ({slowest_ns / 1e6:.3f} ms) with margin "
                          f"and slack exceeds the library's 10 s budget limit")
     return max(1, budget)
