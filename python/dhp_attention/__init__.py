@@ -113,8 +113,9 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
 
     time_budget_ns, deadline_state: the deadline (threat model §8): the call ends on the GPU at its
     start + time_budget_ns (1 ns .. 10 s) on the GPU's nanosecond clock, not the SM clock, so that
-    its duration does not follow the secret lengths' effect on power (a residual of 0-5 ns per 20 µs
-    call remains after the deadline, larger at longer budgets; sessions 48-50). deadline_state:
+    its duration does not follow the secret lengths' effect on power (a residual of 0-6 ns per 20 µs
+    call remains after the deadline, either sign, larger the further apart the compared lengths'
+    work is; sessions 48-51). deadline_state:
     int64 [3] on q's device, zeroed once (deadline_state() makes one), one per stream in flight; the
     call writes (start_ns, overruns, last_work_ns) there. Calibrate the budget on public inputs
     (calibrate_time_budget: full lengths, random values) and keep overruns at 0: an overrun waits

@@ -81,7 +81,8 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     must cover -- in the state's last_work_ns. Returns the slowest work x
     (1 + margin) + slack_ns, as dhp_validate's timing gate does (margin
     0.05, slack 2 us; session 50: event-timed calls, 2 048 of them, left 1
-    call in 4 400 past such a budget).
+    call in 4 400 past such a budget; session 51: this form, 0 overruns in
+    3 x 10^6 calls of the 12 us call).
 
     The budget covers what was measured: calls queued back to back. Where
     calls start on an idle stream, the host's planning of the call falls

@@ -10,6 +10,8 @@
 //                          [--deadline-probe 1] [--deadline-jitter-ns J]]  (threat model §8; diagnostics)
 //                         [--graph 1]   the timed call as a CUDA graph replay
 //                         [--null 1]    A/A control: both classes get the fixed inputs
+//                         [--fixed-length L] [--second-length L2]  lengths test: the fixed class's
+//                                       lengths (default 0); the second class fixed at L2, not random
 //   dhp_validate repro    [config] --launches N --out F    gate 3
 //   dhp_validate sanitize                    small launches for compute-sanitizer
 //   dhp_validate profile  [config]           warm-up + one launch (scripts/ncu-profile)
@@ -245,9 +247,22 @@ int run_dudect(const Problem& p, const Flags& f) {
   std::bernoulli_distribution coin(0.5);
   const uint64_t fixed_seed = 0xF1;  // names one input set; regenerated bit for bit
   const int64_t fixed_len = f.num("--fixed-length", 0);
+  // --second-length L2: the second class's lengths are L2 every call instead of
+  // uniform random draws -- a two-point test (can an observer tell length L
+  // from L2?) next to the fixed-vs-random one. The draws are still made and
+  // dropped, so the host path is the random class's.
+  const int64_t second_len = f.num("--second-length", -1);
+  // A length past one side's S_max is that side's S_max (e.g. a decode
+  // step's S_q = 1 with --fixed-length S_k: both sides full).
+  const int64_t s_max = std::max(p.seqlen_q, p.seqlen_k);
+  if (fixed_len < 0 || fixed_len > s_max) return fail_usage("--fixed-length: 0 .. S_max (the longer of seqlen and seqlen-k)");
+  if (second_len < -1 || second_len > s_max) return fail_usage("--second-length: 0 .. S_max, or -1 for random lengths");
+  if (second_len >= 0 && test != "lengths") return fail_usage("--second-length: the lengths test only");
   const bool fixed_zeros = f.get("--fixed-values", "normal") == "zeros";  // else one fixed normal draw
   const std::vector<int32_t> fixed_lq(p.batch, static_cast<int32_t>(std::min(fixed_len, p.seqlen_q))),
       fixed_lk(p.batch, static_cast<int32_t>(std::min(fixed_len, p.seqlen_k)));
+  const std::vector<int32_t> second_lq(p.batch, static_cast<int32_t>(std::min(second_len, p.seqlen_q))),
+      second_lk(p.batch, static_cast<int32_t>(std::min(second_len, p.seqlen_k)));
   // The values test holds the lengths at S_max so that every value is visible.
   const std::vector<int32_t> full_lq(p.batch, static_cast<int32_t>(p.seqlen_q)),
       full_lk(p.batch, static_cast<int32_t>(p.seqlen_k));
@@ -400,6 +415,7 @@ int run_dudect(const Problem& p, const Flags& f) {
         if (c) {
           const auto lq = random_lengths(p.batch, p.seqlen_q, rng), lk = random_lengths(p.batch, p.seqlen_k, rng);
           if (null_run) ws.set_lengths(fixed_lq, fixed_lk, stream);
+          else if (second_len >= 0) ws.set_lengths(second_lq, second_lk, stream);
           else ws.set_lengths(lq, lk, stream);
         } else {
           ws.set_lengths(fixed_lq, fixed_lk, stream);
@@ -471,7 +487,7 @@ int run_dudect(const Problem& p, const Flags& f) {
   std::ostringstream js;
   js << "{\"mode\":\"dudect\",\"test\":" << jstr(test) << ",\"problem\":" << jstr(p.describe())
      << ",\"seed\":" << seed << ",\"warmup\":" << warmup << ",\"calibration\":" << calib
-     << ",\"measurements\":" << n_meas << ",\"fixed_length\":" << fixed_len
+     << ",\"measurements\":" << n_meas << ",\"fixed_length\":" << fixed_len << ",\"second_length\":" << second_len
      << ",\"threshold\":" << kThreshold << ",\"host_starved\":" << host_starved
      << ",\"fixed_values\":" << jstr(fixed_zeros ? "zeros" : "normal") << ",\"graph\":" << (graph ? "true" : "false")
      << ",\"null_run\":" << (null_run ? "true" : "false") << ",\"deadline_jitter_ns\":" << jitter_ns
