@@ -198,12 +198,18 @@ Status attention_forward(const Params& p) {
   if (const cudaError_t e = kernels::launch_deadline_start(p.deadline_state, stream); e != cudaSuccess)
     return cuda_failure("deadline start launch", e);
   if (!(s = launch_attention(p, major))) return s;
-  // DHP_DEADLINE_PDL=1: the wait launched early (deadline.hpp; an A/B
-  // experiment, Hopper only, read at every call so that a test can run both).
-  const char* early_env = std::getenv("DHP_DEADLINE_PDL");
-  const bool early = major == 9 && early_env != nullptr && std::atoi(early_env) != 0;
+  // A/B experiments (deadline.hpp's WaitMode), read at every call so that a
+  // test can run each: DHP_DEADLINE_BURN=1 the burn wait (first, it wins),
+  // DHP_DEADLINE_PDL=1 the early wait (Hopper only).
+  const auto env_on = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::atoi(v) != 0;
+  };
+  const kernels::WaitMode mode = env_on("DHP_DEADLINE_BURN")                ? kernels::WaitMode::kBurn
+                                 : major == 9 && env_on("DHP_DEADLINE_PDL") ? kernels::WaitMode::kEarly
+                                                                            : kernels::WaitMode::kStreamOrdered;
   if (const cudaError_t e =
-          kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns), stream, early);
+          kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns), stream, mode);
       e != cudaSuccess)
     return cuda_failure("deadline wait launch", e);
   return {};

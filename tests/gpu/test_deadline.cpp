@@ -213,6 +213,15 @@ TEST(Deadline, EarlyWaitEndsAtBudgetWithTheSameBits) {
   expect_call_ends_at_budget_with_the_same_bits();
 }
 
+// The burn wait (DHP_DEADLINE_BURN=1, deadline.hpp: every SM running FMAs on
+// constants until the deadline, one thread keeping the state): the same
+// budget and the same bits.
+TEST(Deadline, BurnWaitEndsAtBudgetWithTheSameBits) {
+  DHP_REQUIRE_GPU();
+  EnvSetting burn("DHP_DEADLINE_BURN", "1");
+  expect_call_ends_at_budget_with_the_same_bits();
+}
+
 // A budget shorter than the work: every call is counted as an overrun,
 // ends at a whole number of budgets (two here: the budget is 2/3 of the
 // work), and still computes the right output.
@@ -267,6 +276,14 @@ TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
 TEST(Deadline, EarlyWaitCountsOverruns) {
   DHP_REQUIRE_GPU();
   EnvSetting early("DHP_DEADLINE_PDL", "1");
+  expect_overruns_counted_and_ending_at_the_next_budget();
+}
+
+// The burn wait counts each overrun once (one thread keeps the state) and
+// ends every thread at the same next budget.
+TEST(Deadline, BurnWaitCountsOverruns) {
+  DHP_REQUIRE_GPU();
+  EnvSetting burn("DHP_DEADLINE_BURN", "1");
   expect_overruns_counted_and_ending_at_the_next_budget();
 }
 
