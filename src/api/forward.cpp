@@ -192,15 +192,11 @@ Status attention_forward(const Params& p) {
   if (p.time_budget_ns == 0) return launch_attention(p, major);
 
   // A deadline call (kernels/common/deadline.hpp): the start stamped before
-  // the call's first kernel, the wait after its last (in stream order unless
-  // DHP_DEADLINE_PDL, below).
-  const auto stream = static_cast<cudaStream_t>(p.stream);
-  if (const cudaError_t e = kernels::launch_deadline_start(p.deadline_state, stream); e != cudaSuccess)
-    return cuda_failure("deadline start launch", e);
-  if (!(s = launch_attention(p, major))) return s;
-  // A/B experiments (deadline.hpp's WaitMode), read at every call so that a
-  // test can run each: DHP_DEADLINE_BURN=1 the burn wait (first, it wins),
-  // DHP_DEADLINE_PDL=1 the early wait (Hopper only).
+  // the call's first kernel, the wait after its last. Its mode, from the A/B
+  // experiments' settings (deadline.hpp's WaitMode; read at every call so
+  // that a test can run each): DHP_DEADLINE_BURN=1 the burn wait (first, it
+  // wins), DHP_DEADLINE_PDL=1 the early wait (Hopper only), else in stream
+  // order. Its grid is asked for before anything is launched.
   const auto env_on = [](const char* name) {
     const char* v = std::getenv(name);
     return v != nullptr && std::atoi(v) != 0;
@@ -208,8 +204,15 @@ Status attention_forward(const Params& p) {
   const kernels::WaitMode mode = env_on("DHP_DEADLINE_BURN")                ? kernels::WaitMode::kBurn
                                  : major == 9 && env_on("DHP_DEADLINE_PDL") ? kernels::WaitMode::kEarly
                                                                             : kernels::WaitMode::kStreamOrdered;
-  if (const cudaError_t e =
-          kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns), stream, mode);
+  int wait_blocks = 1;
+  if (const cudaError_t e = kernels::deadline_wait_blocks(mode, &wait_blocks); e != cudaSuccess)
+    return cuda_failure("deadline wait's grid", e);
+  const auto stream = static_cast<cudaStream_t>(p.stream);
+  if (const cudaError_t e = kernels::launch_deadline_start(p.deadline_state, stream); e != cudaSuccess)
+    return cuda_failure("deadline start launch", e);
+  if (!(s = launch_attention(p, major))) return s;
+  if (const cudaError_t e = kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns),
+                                                          stream, mode, wait_blocks);
       e != cudaSuccess)
     return cuda_failure("deadline wait launch", e);
   return {};

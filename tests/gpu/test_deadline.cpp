@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "captured_graph.hpp"
@@ -220,6 +221,63 @@ TEST(Deadline, BurnWaitEndsAtBudgetWithTheSameBits) {
   DHP_REQUIRE_GPU();
   EnvSetting burn("DHP_DEADLINE_BURN", "1");
   expect_call_ends_at_budget_with_the_same_bits();
+}
+
+// The kernels one call enqueues, as (grid, block) sizes: the call captured
+// into a graph (not run) and its kernel nodes listed.
+std::vector<std::pair<unsigned, unsigned>> captured_kernel_shapes(const Params& a, cudaStream_t stream) {
+  std::vector<std::pair<unsigned, unsigned>> shapes;
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return shapes;
+  const Status st = attention_forward(a);
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamEndCapture(stream, &graph) != cudaSuccess || !st || graph == nullptr) return shapes;
+  size_t n = 0;
+  cudaGraphGetNodes(graph, nullptr, &n);
+  std::vector<cudaGraphNode_t> nodes(n);
+  cudaGraphGetNodes(graph, nodes.data(), &n);
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    cudaKernelNodeParams kp{};
+    if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel &&
+        cudaGraphKernelNodeGetParams(node, &kp) == cudaSuccess)
+      shapes.emplace_back(kp.gridDim.x * kp.gridDim.y * kp.gridDim.z, kp.blockDim.x * kp.blockDim.y * kp.blockDim.z);
+  }
+  cudaGraphDestroy(graph);
+  return shapes;
+}
+
+// The burn wait is what it claims: one kernel more than the stream-ordered
+// wait (the state's keeper, then the grid), and that grid two blocks of 256
+// threads per SM -- so that a knob that is ignored, or a grid of one block,
+// fails here.
+TEST(Deadline, BurnWaitRunsOnEverySm) {
+  DHP_REQUIRE_GPU();
+  Problem p = kShapes[0];
+  make_problem(p, fresh_seed());
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  dhp_deadline_state* state = new_state();
+  ASSERT_NE(state, nullptr);
+  Params a = params_of(p, stream);
+  a.time_budget_ns = 1'000'000;
+  a.deadline_state = state;
+  int device = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::pair<unsigned, unsigned> burn_shape(2u * static_cast<unsigned>(sms), 256u);
+  const auto plain = captured_kernel_shapes(a, stream);
+  std::vector<std::pair<unsigned, unsigned>> burn;
+  {
+    EnvSetting knob("DHP_DEADLINE_BURN", "1");
+    burn = captured_kernel_shapes(a, stream);
+  }
+  ASSERT_GE(plain.size(), 3u) << "the stamp, the attention and the wait";
+  EXPECT_EQ(burn.size(), plain.size() + 1);
+  EXPECT_EQ(std::count(burn.begin(), burn.end(), burn_shape), std::count(plain.begin(), plain.end(), burn_shape) + 1)
+      << "no kernel of " << burn_shape.first << " blocks x 256 threads added by the burn wait";
+  cudaFree(state);
+  cudaStreamDestroy(stream);
+  free_problem(p);
 }
 
 // A budget shorter than the work: every call is counted as an overrun,

@@ -369,6 +369,8 @@ int run_dudect(const Problem& p, const Flags& f) {
   // fixed inputs, so any |t| above the threshold is the harness's, not the
   // kernel's.
   const bool null_run = f.num("--null", 0) != 0;
+  if (null_run && second_len >= 0)
+    return fail_usage("--second-length: not with --null 1 (the A/A run gives both classes the fixed lengths)");
   // --deadline-jitter-ns J: each timed call's budget is the calibrated one
   // + a public uniform draw in [0, J) ns, independent of the class (does a
   // residual that changes sign with the budget average out over budgets?).
@@ -520,6 +522,11 @@ int run_dudect(const Problem& p, const Flags& f) {
               test.c_str(), p.describe().c_str(), static_cast<long long>(fin.n), fin.t_raw, fin.t_second,
               fin.max_abs_t, fin.worst.c_str(), by[0].empty() ? 0.0 : quantile(by[0], 0.5),
               by[1].empty() ? 0.0 : quantile(by[1], 0.5), pass ? "PASS" : "FAIL");
+  if (test == "lengths")
+    std::printf("classes: fixed = lengths %lld, random = %s\n", static_cast<long long>(fixed_len),
+                null_run           ? "the fixed lengths (A/A)"
+                : second_len >= 0 ? ("lengths " + std::to_string(second_len) + " (two fixed lengths)").c_str()
+                                   : "uniform random lengths");
   if (budget_ns > 0) {
     std::printf("deadline: overruns fixed / random class %llu / %llu\n", static_cast<unsigned long long>(overruns_by[0]),
                 static_cast<unsigned long long>(overruns_by[1]));
