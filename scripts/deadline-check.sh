@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The deadline (threat model §8) on a GPU, in one call: the suites (build,
-# sm90 tests, GPU suite with Deadline.*), Deadline.* twice more, the dudect
+# sm90 tests, GPU suite with *Deadline*), *Deadline* twice more, the dudect
 # deadline rows of the gate, then the small call's deadline row once more
 # with --deadline-probe (a diagnostic: per class, the work and the time past
 # the deadline on the GPU clock, and the SM clock after the call).
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 out="${OUT:-deadline-check-out}"; mkdir -p "$out"
 t0=$(date +%s)
 OUT="$out/suites" scripts/hopper-suites.sh > "$out/suites.txt" 2>&1 || { cat "$out/suites.txt"; exit 1; }
-echo "Deadline.* x2: $(build/hopper/tests/dhp_gpu_tests --gtest_filter='Deadline.*' --gtest_repeat=2 --gtest_brief=1 2>&1 |
+echo "Deadline.* x2: $(build/hopper/tests/dhp_gpu_tests --gtest_filter='*Deadline*' --gtest_repeat=2 --gtest_brief=1 2>&1 |
   tee "$out/deadline-tests.log" | grep -cE '^\[  PASSED') passed runs, $(grep -c FAILED "$out/deadline-tests.log") FAILED lines" >> "$out/summary.txt"
 echo "suites done at $(( $(date +%s) - t0 )) s" >> "$out/summary.txt"
 python3 scripts/dhp-validate --out "$out/gate" --build-dir build/hopper --no-control --steps dudect \

@@ -200,86 +200,6 @@ void expect_call_ends_at_budget_with_the_same_bits() {
   }
 }
 
-TEST(Deadline, CallEndsAtBudgetWithTheSameBits) {
-  DHP_REQUIRE_GPU();
-  expect_call_ends_at_budget_with_the_same_bits();
-}
-
-// The wait launched early (DHP_DEADLINE_PDL=1, deadline.hpp: by programmatic
-// dependent launch, waiting for the call's last grid on the GPU): the same
-// budget and the same bits. On a GPU other than Hopper the knob is ignored.
-TEST(Deadline, EarlyWaitEndsAtBudgetWithTheSameBits) {
-  DHP_REQUIRE_GPU();
-  EnvSetting early("DHP_DEADLINE_PDL", "1");
-  expect_call_ends_at_budget_with_the_same_bits();
-}
-
-// The burn wait (DHP_DEADLINE_BURN=1, deadline.hpp: every SM running FMAs on
-// constants until the deadline, one thread keeping the state): the same
-// budget and the same bits.
-TEST(Deadline, BurnWaitEndsAtBudgetWithTheSameBits) {
-  DHP_REQUIRE_GPU();
-  EnvSetting burn("DHP_DEADLINE_BURN", "1");
-  expect_call_ends_at_budget_with_the_same_bits();
-}
-
-// The kernels one call enqueues, as (grid, block) sizes: the call captured
-// into a graph (not run) and its kernel nodes listed.
-std::vector<std::pair<unsigned, unsigned>> captured_kernel_shapes(const Params& a, cudaStream_t stream) {
-  std::vector<std::pair<unsigned, unsigned>> shapes;
-  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return shapes;
-  const Status st = attention_forward(a);
-  cudaGraph_t graph = nullptr;
-  if (cudaStreamEndCapture(stream, &graph) != cudaSuccess || !st || graph == nullptr) return shapes;
-  size_t n = 0;
-  cudaGraphGetNodes(graph, nullptr, &n);
-  std::vector<cudaGraphNode_t> nodes(n);
-  cudaGraphGetNodes(graph, nodes.data(), &n);
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type;
-    cudaKernelNodeParams kp{};
-    if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel &&
-        cudaGraphKernelNodeGetParams(node, &kp) == cudaSuccess)
-      shapes.emplace_back(kp.gridDim.x * kp.gridDim.y * kp.gridDim.z, kp.blockDim.x * kp.blockDim.y * kp.blockDim.z);
-  }
-  cudaGraphDestroy(graph);
-  return shapes;
-}
-
-// The burn wait is what it claims: one kernel more than the stream-ordered
-// wait (the state's keeper, then the grid), and that grid two blocks of 256
-// threads per SM -- so that a knob that is ignored, or a grid of one block,
-// fails here.
-TEST(Deadline, BurnWaitRunsOnEverySm) {
-  DHP_REQUIRE_GPU();
-  Problem p = kShapes[0];
-  make_problem(p, fresh_seed());
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  dhp_deadline_state* state = new_state();
-  ASSERT_NE(state, nullptr);
-  Params a = params_of(p, stream);
-  a.time_budget_ns = 1'000'000;
-  a.deadline_state = state;
-  int device = 0, sms = 0;
-  CUDA_OK(cudaGetDevice(&device));
-  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::pair<unsigned, unsigned> burn_shape(2u * static_cast<unsigned>(sms), 256u);
-  const auto plain = captured_kernel_shapes(a, stream);
-  std::vector<std::pair<unsigned, unsigned>> burn;
-  {
-    EnvSetting knob("DHP_DEADLINE_BURN", "1");
-    burn = captured_kernel_shapes(a, stream);
-  }
-  ASSERT_GE(plain.size(), 3u) << "the stamp, the attention and the wait";
-  EXPECT_EQ(burn.size(), plain.size() + 1);
-  EXPECT_EQ(std::count(burn.begin(), burn.end(), burn_shape), std::count(plain.begin(), plain.end(), burn_shape) + 1)
-      << "no kernel of " << burn_shape.first << " blocks x 256 threads added by the burn wait";
-  cudaFree(state);
-  cudaStreamDestroy(stream);
-  free_problem(p);
-}
-
 // A budget shorter than the work: every call is counted as an overrun,
 // ends at a whole number of budgets (two here: the budget is 2/3 of the
 // work), and still computes the right output.
@@ -324,25 +244,82 @@ void expect_overruns_counted_and_ending_at_the_next_budget() {
   free_problem(p);
 }
 
-TEST(Deadline, OverrunsAreCountedAndEndAtTheNextBudget) {
+// Each wait mode (deadline.hpp's WaitMode) through its setting, read by the
+// library at every call: the shipped stream-ordered wait; the early wait
+// (DHP_DEADLINE_PDL=1: by programmatic dependent launch, waiting for the
+// call's last grid on the GPU; ignored on a GPU other than Hopper); the burn
+// wait (DHP_DEADLINE_BURN=1: every SM running FMAs on constants until the
+// one deadline, a one-thread kernel keeping the state). Each must end at the
+// budget with the same bits, and count every overrun once and end it at the
+// next budget. Both settings are set in every case, so that a suite run
+// with one of them set in its environment still tests each mode.
+struct WaitKnob {
+  const char* label;
+  const char* burn;  // DHP_DEADLINE_BURN
+  const char* pdl;   // DHP_DEADLINE_PDL
+};
+const WaitKnob kWaitKnobs[] = {
+    {"stream_ordered", "0", "0"},
+    {"early", "0", "1"},
+    {"burn", "1", "0"},
+};
+
+class DeadlineWait : public ::testing::TestWithParam<WaitKnob> {
+ protected:
+  EnvSetting burn_{"DHP_DEADLINE_BURN", GetParam().burn};
+  EnvSetting pdl_{"DHP_DEADLINE_PDL", GetParam().pdl};
+};
+
+TEST_P(DeadlineWait, CallEndsAtBudgetWithTheSameBits) {
+  DHP_REQUIRE_GPU();
+  expect_call_ends_at_budget_with_the_same_bits();
+}
+
+TEST_P(DeadlineWait, OverrunsAreCountedAndEndAtTheNextBudget) {
   DHP_REQUIRE_GPU();
   expect_overruns_counted_and_ending_at_the_next_budget();
 }
 
-// Launched early, the wait still reads the work's end after the last grid
-// has completed: the same overrun count and ends.
-TEST(Deadline, EarlyWaitCountsOverruns) {
-  DHP_REQUIRE_GPU();
-  EnvSetting early("DHP_DEADLINE_PDL", "1");
-  expect_overruns_counted_and_ending_at_the_next_budget();
-}
+INSTANTIATE_TEST_SUITE_P(Modes, DeadlineWait, ::testing::ValuesIn(kWaitKnobs),
+                         [](const ::testing::TestParamInfo<WaitKnob>& info) { return std::string(info.param.label); });
 
-// The burn wait counts each overrun once (one thread keeps the state) and
-// ends every thread at the same next budget.
-TEST(Deadline, BurnWaitCountsOverruns) {
+// The burn wait is what it claims: one kernel more than the stream-ordered
+// wait (the state's keeper, then the grid), and that grid two blocks of 256
+// threads per SM -- so that a knob that is ignored, or a grid of one block,
+// fails here. The call is captured into a graph, not run.
+TEST(Deadline, BurnWaitRunsOnEverySm) {
   DHP_REQUIRE_GPU();
-  EnvSetting burn("DHP_DEADLINE_BURN", "1");
-  expect_overruns_counted_and_ending_at_the_next_budget();
+  Problem p = kShapes[0];
+  make_problem(p, fresh_seed());
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  dhp_deadline_state* state = new_state();
+  ASSERT_NE(state, nullptr);
+  Params a = params_of(p, stream);
+  a.time_budget_ns = 1'000'000;
+  a.deadline_state = state;
+  int device = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::pair<unsigned, unsigned> burn_shape(2u * static_cast<unsigned>(sms), 256u);
+  const CapturedGraph plain(stream, [&] { return attention_forward(a); });
+  ASSERT_EQ(plain.error(), "");
+  std::vector<std::pair<unsigned, unsigned>> burn;
+  {
+    EnvSetting knob("DHP_DEADLINE_BURN", "1");
+    const CapturedGraph burning(stream, [&] { return attention_forward(a); });
+    ASSERT_EQ(burning.error(), "");
+    burn = burning.kernel_shapes();
+  }
+  const auto& plain_shapes = plain.kernel_shapes();
+  ASSERT_GE(plain_shapes.size(), 3u) << "the stamp, the attention and the wait";
+  EXPECT_EQ(burn.size(), plain_shapes.size() + 1);
+  EXPECT_EQ(std::count(burn.begin(), burn.end(), burn_shape),
+            std::count(plain_shapes.begin(), plain_shapes.end(), burn_shape) + 1)
+      << "no kernel of " << burn_shape.first << " blocks x 256 threads added by the burn wait";
+  cudaFree(state);
+  cudaStreamDestroy(stream);
+  free_problem(p);
 }
 
 // Captured in a CUDA graph, the stamp and the wait are nodes like the
