@@ -181,38 +181,51 @@ Status launch_attention(const Params& p, int major) {
   return {};
 }
 
+// For the length of one call, this thread's stream-capture mode is relaxed
+// (restored on exit). A shape's first call does one-time host work that
+// CUDA counts as "potentially unsafe" during a capture in the global or
+// thread-local mode (a scratch pool's creation, kernel attributes): without
+// this, a CUDA graph captured around a shape's first call was invalidated
+// (session 52). The work itself is not stream-ordered and is not recorded;
+// everything enqueued on the call's stream is captured as before.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { ok_ = cudaThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess; }
+  ~RelaxedCaptureMode() {
+    if (ok_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;  // swapped in; holds the caller's while relaxed
+  bool ok_ = false;
+};
+
 }  // namespace
 
 Status attention_forward(const Params& p) {
   Status s = validate(p);
   if (!s) return s;
+  const RelaxedCaptureMode relaxed;
   int major = 0, device = 0;
   if (!(s = current_device_cc(&major, &device))) return s;
   if (!(s = check_memory(p, device))) return s;
   if (p.time_budget_ns == 0) return launch_attention(p, major);
 
   // A deadline call (kernels/common/deadline.hpp): the start stamped before
-  // the call's first kernel, the wait after its last. Its mode, from the A/B
-  // experiments' settings (deadline.hpp's WaitMode; read at every call so
-  // that a test can run each): DHP_DEADLINE_BURN=1 the burn wait (first, it
-  // wins), DHP_DEADLINE_PDL=1 the early wait (Hopper only), else in stream
-  // order. Its grid is asked for before anything is launched.
-  const auto env_on = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && std::atoi(v) != 0;
-  };
-  const kernels::WaitMode mode = env_on("DHP_DEADLINE_BURN")                ? kernels::WaitMode::kBurn
-                                 : major == 9 && env_on("DHP_DEADLINE_PDL") ? kernels::WaitMode::kEarly
-                                                                            : kernels::WaitMode::kStreamOrdered;
-  int wait_blocks = 1;
-  if (const cudaError_t e = kernels::deadline_wait_blocks(mode, &wait_blocks); e != cudaSuccess)
-    return cuda_failure("deadline wait's grid", e);
+  // the call's first kernel, the wait after its last (in stream order unless
+  // DHP_DEADLINE_PDL, below).
   const auto stream = static_cast<cudaStream_t>(p.stream);
   if (const cudaError_t e = kernels::launch_deadline_start(p.deadline_state, stream); e != cudaSuccess)
     return cuda_failure("deadline start launch", e);
   if (!(s = launch_attention(p, major))) return s;
-  if (const cudaError_t e = kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns),
-                                                          stream, mode, wait_blocks);
+  // DHP_DEADLINE_PDL=1: the wait launched early (deadline.hpp; an A/B
+  // experiment, Hopper only, read at every call so that a test can run both).
+  const char* early_env = std::getenv("DHP_DEADLINE_PDL");
+  const bool early = major == 9 && early_env != nullptr && std::atoi(early_env) != 0;
+  if (const cudaError_t e =
+          kernels::launch_deadline_wait(p.deadline_state, static_cast<uint64_t>(p.time_budget_ns), stream, early);
       e != cudaSuccess)
     return cuda_failure("deadline wait launch", e);
   return {};

@@ -1,5 +1,5 @@
 // An environment setting for one scope: the library reads its A/B knobs
-// (DHP_SM90_DECODE_LOCAL, DHP_SM90_COMBINE_PDL, DHP_DEADLINE_PDL, DHP_DEADLINE_BURN) at every
+// (DHP_SM90_DECODE_LOCAL, DHP_SM90_COMBINE_PDL, DHP_DEADLINE_PDL) at every
 // call, so a test can run both settings in one process. Restores the
 // previous value (or its absence) on exit.
 #pragma once

@@ -43,79 +43,30 @@ __device__ __forceinline__ uint64_t ceil_div_fixed(uint64_t n, uint64_t d) {
 // the computation, still sets the call's end.
 constexpr uint64_t kOverrunGuardNs = 2000;
 
-// The deadline a wait ends at, from the start stamp and the work's arrival:
-// start + budget, or past it (an overrun) a later multiple of the budget,
-// the first at least kOverrunGuardNs past the arrival -- an overrun's
-// duration shows how many budgets the work took, not the work's own time.
-// The branch is on the clock (public); the path it takes has a fixed length.
-__device__ __forceinline__ uint64_t deadline_after(uint64_t start, uint64_t budget_ns, uint64_t arrival) {
-  uint64_t deadline = start + budget_ns;
-  if (arrival > deadline)
-    deadline = start + budget_ns * ceil_div_fixed(arrival + kOverrunGuardNs - start, budget_ns);
-  return deadline;
-}
-
-// The burn wait's load (WaitMode::kBurn; deadline.hpp): eight independent
-// FMA chains per thread from public constants (the lane's index among
-// them, so that lanes differ) -- no memory, no value from the call --
-// between two readings of the clock. The chains iterate x <- x * x - 1.9,
-// which stays in [-1.9, 1.9] and never settles, so the operands keep
-// toggling (a map converging to a fixed point would soon multiply one
-// constant and draw little). Two turns of eight chains with four warps per
-// scheduler: about 64 SM cycles (32 ns) between a warp's readings of the
-// clock, the timer's own step.
-constexpr int kBurnChains = 8, kBurnTurns = 2;
-constexpr int kBurnBlocksPerSm = 2, kBurnThreads = 256;
-
-// kMode: WaitMode (deadline.hpp), and kBurnMark: the burn wait's first
-// kernel. kEarly waits for the call's last grid, and its memory, before it
-// reads the clock or the state (a separate instantiation: the
-// stream-ordered kernel stays the measured one, instruction for
-// instruction). kBurnMark keeps the state like the others but does not
-// wait; the kBurn grid after it then derives the one deadline from the
-// state (start + last_work_ns is the mark's arrival), so every thread ends
-// at the same deadline and an overrun is counted exactly when the call
-// ends past start + budget, however late a block of the grid starts.
-enum class WaitKernel { kStreamOrdered, kEarly, kBurnMark, kBurn };
-
-template <WaitKernel kKind>
+// kEarly: launched by programmatic dependent launch (launch_deadline_wait's
+// `early`), so it may start before the call's last kernel has ended: it
+// waits for that grid, and for its memory, before it reads the clock or the
+// state. (A separate instantiation: the stream-ordered kernel stays the
+// measured one, instruction for instruction.)
+template <bool kEarly>
 __global__ void deadline_wait_kernel(dhp_deadline_state* state, uint64_t budget_ns) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (kKind == WaitKernel::kEarly) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  if constexpr (kEarly) asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
   const uint64_t start = state->start_ns;
-  if constexpr (kKind == WaitKernel::kBurn) {
-    const uint64_t deadline = deadline_after(start, budget_ns, start + state->last_work_ns);
-    float acc[kBurnChains];
-#pragma unroll
-    for (int c = 0; c < kBurnChains; ++c) acc[c] = 0.1f + 0.2f * c + 0.001f * (threadIdx.x & 31);
-    while (gpu_time_ns() < deadline) {
-#pragma unroll
-      for (int t = 0; t < kBurnTurns; ++t)
-#pragma unroll
-        for (int c = 0; c < kBurnChains; ++c) acc[c] = fmaf(acc[c], acc[c], -1.9f);
-    }
-    // Keeps the chains: their sum is stored to shared memory (volatile, so
-    // the store stays), else ptxas drops FMAs whose results nothing reads.
-    __shared__ volatile float sink[kBurnThreads];
-    float sum = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kBurnChains; ++c) sum += acc[c];
-    sink[threadIdx.x] = sum;
-  } else {
-    // (In this order: the shipped kernel's instructions as measured in
-    // sessions 48-51.)
-    uint64_t deadline = start + budget_ns;
-    const uint64_t arrival = gpu_time_ns();
-    state->last_work_ns = arrival - start;
-    state->overruns += arrival > deadline ? 1u : 0u;  // a select: the store runs on every call
-    if constexpr (kKind != WaitKernel::kBurnMark) {
-      deadline = deadline_after(start, budget_ns, arrival);
-      // Spin on the clock, not on nanosleep: a sleep's wake-up is coarse
-      // and would add its own jitter to the end of every call.
-      while (gpu_time_ns() < deadline) {
-      }
-    }
+  uint64_t deadline = start + budget_ns;
+  const uint64_t arrival = gpu_time_ns();
+  state->last_work_ns = arrival - start;
+  state->overruns += arrival > deadline ? 1u : 0u;  // a select: the store runs on every call
+  // Work past its deadline waits for a later multiple of the budget, the
+  // first at least kOverrunGuardNs past its arrival: an overrun's duration
+  // shows how many budgets the work took, not the work's own time. The
+  // branch is on the clock (public); the path it takes has a fixed length.
+  if (arrival > deadline)
+    deadline = start + budget_ns * ceil_div_fixed(arrival + kOverrunGuardNs - start, budget_ns);
+  // Spin on the clock, not on nanosleep: a sleep's wake-up is coarse and
+  // would add its own jitter to the end of every call.
+  while (gpu_time_ns() < deadline) {
   }
 }
 
@@ -128,34 +79,9 @@ cudaError_t launch_deadline_start(dhp_deadline_state* state, cudaStream_t stream
   return launch_pdl(deadline_start_kernel, dim3(1), dim3(1), 0, stream, false, state);
 }
 
-cudaError_t deadline_wait_blocks(WaitMode mode, int* blocks) {
-  *blocks = 1;
-  if (mode != WaitMode::kBurn) return cudaSuccess;
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess) *blocks = sms * kBurnBlocksPerSm;
-  return e;
-}
-
-cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream, WaitMode mode,
-                                 int blocks) {
-  switch (mode) {
-    case WaitMode::kEarly:
-      return launch_pdl(deadline_wait_kernel<WaitKernel::kEarly>, dim3(1), dim3(1), 0, stream, true, state,
-                        budget_ns);
-    case WaitMode::kBurn: {
-      const cudaError_t e = launch_pdl(deadline_wait_kernel<WaitKernel::kBurnMark>, dim3(1), dim3(1), 0, stream,
-                                       false, state, budget_ns);
-      if (e != cudaSuccess) return e;
-      return launch_pdl(deadline_wait_kernel<WaitKernel::kBurn>, dim3(blocks), dim3(kBurnThreads), 0, stream, false,
-                        state, budget_ns);
-    }
-    case WaitMode::kStreamOrdered:
-    default:
-      return launch_pdl(deadline_wait_kernel<WaitKernel::kStreamOrdered>, dim3(1), dim3(1), 0, stream, false, state,
-                        budget_ns);
-  }
+cudaError_t launch_deadline_wait(dhp_deadline_state* state, uint64_t budget_ns, cudaStream_t stream, bool early) {
+  return early ? launch_pdl(deadline_wait_kernel<true>, dim3(1), dim3(1), 0, stream, true, state, budget_ns)
+               : launch_pdl(deadline_wait_kernel<false>, dim3(1), dim3(1), 0, stream, false, state, budget_ns);
 }
 
 }  // namespace dhp::kernels
