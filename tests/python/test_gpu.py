@@ -374,6 +374,28 @@ def test_cuda_graph_capture_and_replay():
         assert torch.equal(o, dhp_attention.attention(q, k, v, seqlens=lens, causal=True))
 
 
+@pytest.mark.parametrize("shape", [(2, 389, 389, 6, 2, 128, True), (3, 1, 1531, 8, 2, 64, False)],
+                         ids=["prefill lengths causal", "decode"])
+def test_cuda_graph_captures_a_shapes_first_call(shape):
+    # No warm-up: these shapes' first call in the process is inside the
+    # capture (torch's default, global mode), so the library's one-time host
+    # work for a shape (scratch pool, kernel attributes, plans) runs during
+    # it. Session 52: that work broke the capture, or fell back to the
+    # portable kernel; attention_forward now relaxes the thread's capture mode.
+    B, Sq, Sk, Hq, Hkv, D, causal = shape
+    q, k, v = make_qkv(B, Sq, Sk, Hq, Hkv, D, torch.float16)
+    lens = torch.tensor([Sq, Sq // 3, 1][:B], dtype=torch.int32, device="cuda") if Sq == Sk else None
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o = dhp_attention.attention(q, k, v, seqlens=lens, causal=causal)
+    o.fill_(float("nan"))  # poisoned: only the replay writes it
+    g.replay()
+    torch.cuda.synchronize()
+    ro, _ = reference(q, k, v, seqlens=lens, causal=causal)
+    assert torch.isfinite(o).all() and rel_l2(o, ro) < TOL["float16"]
+    assert torch.equal(o, dhp_attention.attention(q, k, v, seqlens=lens, causal=causal))
+
+
 def test_direct_eager_path_equals_the_operator():
     from dhp_attention import _torch_ops
 
