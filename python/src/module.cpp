@@ -39,8 +39,11 @@ class DeviceGuard {
       previous_ = -1;
       return;
     }
-    if (previous_ != device && cudaSetDevice(device) == cudaSuccess) switched_ = true;
-    (void)cudaGetLastError();
+    if (previous_ == device) return;
+    if (cudaSetDevice(device) == cudaSuccess)
+      switched_ = true;
+    else
+      (void)cudaGetLastError();  // our own failure's record only: an error the caller left pending stays theirs
   }
   ~DeviceGuard() {
     if (switched_) (void)cudaSetDevice(previous_);

@@ -8,92 +8,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "captured_graph.hpp"
+#include "device_problem.hpp"
 #include "env_setting.hpp"
 #include "harness.hpp"
-#include "reference/reference.hpp"
 #include "require_gpu.hpp"
 
 namespace dhp::testing {
 namespace {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
-
-// One problem on the device: fresh random Q/K/V, random secret key lengths
-// (0 and S_k among them), outputs poisoned before every call.
-struct Problem {
-  int64_t B, Sq, Sk, Hq, Hkv, D;
-  bool causal;
-  std::vector<uint16_t> q, k, v;
-  std::vector<int32_t> lens_k;
-  void *dq = nullptr, *dk = nullptr, *dv = nullptr, *o = nullptr;
-  int32_t* dlens = nullptr;
-  int64_t nq() const { return B * Sq * Hq * D; }
-  int64_t nk() const { return B * Sk * Hkv * D; }
-};
-
-void make_problem(Problem& p, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  p.q.resize(p.nq());
-  p.k.resize(p.nk());
-  p.v.resize(p.nk());
-  for (auto& x : p.q) x = to_bits(normal(rng), DType::kFloat16);
-  for (auto& x : p.k) x = to_bits(normal(rng), DType::kFloat16);
-  for (auto& x : p.v) x = to_bits(normal(rng), DType::kFloat16);
-  p.lens_k.resize(p.B);
-  std::uniform_int_distribution<int32_t> len(0, static_cast<int32_t>(p.Sk));
-  for (auto& l : p.lens_k) l = len(rng);
-  p.lens_k[0] = 0;
-  if (p.B > 1) p.lens_k[1] = static_cast<int32_t>(p.Sk);
-  ASSERT_EQ(cudaMalloc(&p.dq, p.nq() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&p.dk, p.nk() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&p.dv, p.nk() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&p.o, p.nq() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&p.dlens, p.B * sizeof(int32_t)), cudaSuccess);
-  CUDA_OK(cudaMemcpy(p.dq, p.q.data(), p.nq() * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(p.dk, p.k.data(), p.nk() * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(p.dv, p.v.data(), p.nk() * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(p.dlens, p.lens_k.data(), p.B * sizeof(int32_t), cudaMemcpyHostToDevice));
-}
-
-void free_problem(Problem& p) {
-  for (void* ptr : {p.dq, p.dk, p.dv, p.o, static_cast<void*>(p.dlens)}) cudaFree(ptr);
-}
-
-Params params_of(const Problem& p, cudaStream_t stream) {
-  Params a = make_params(DType::kFloat16, p.B, p.Sq, p.Sk, p.Hq, p.Hkv, p.D, p.dq, p.dk, p.dv, p.o);
-  a.causal = p.causal ? 1 : 0;
-  a.seqlens_k = p.dlens;
-  a.stream = stream;
-  return a;
-}
-
-// Relative L2 error of o against the float64 reference of p; NaNs counted apart.
-double reference_error(const Problem& p, const std::vector<uint16_t>& o, int64_t* nan) {
-  ref::Problem rp;
-  rp.batch = p.B; rp.seqlen_q = p.Sq; rp.seqlen_k = p.Sk; rp.heads_q = p.Hq; rp.heads_kv = p.Hkv; rp.head_dim = p.D;
-  rp.causal = p.causal;
-  rp.scale = default_softmax_scale(p.D);
-  rp.lens_k = p.lens_k;
-  return reference_o_rel_l2(rp, p.q, p.k, p.v, o, DType::kFloat16, nan);
-}
-
-// The call's output (p.o) against the float64 reference, with no NaN (nor
-// the poison) left in it.
-void expect_output_matches_reference(const Problem& p) {
-  std::vector<uint16_t> o(p.nq());
-  CUDA_OK(cudaMemcpy(o.data(), p.o, p.nq() * 2, cudaMemcpyDeviceToHost));
-  int64_t nan = 0;
-  EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
-  EXPECT_EQ(nan, 0) << "NaN (or the poison) in the output";
-}
 
 // A zeroed deadline state in device memory, or nullptr.
 dhp_deadline_state* new_state() {
@@ -309,53 +237,6 @@ TEST(Deadline, GraphReplayKeepsTheDeadline) {
   cudaFree(state);
   cudaStreamDestroy(stream);
   free_problem(p);
-}
-
-// A CUDA graph captured around a shape's first call in this process (shapes
-// no other test uses, so the one-time host work -- scratch pool, kernel
-// attributes, plans -- happens inside the capture): the capture holds, the
-// replay is right, and a direct call after it works. Without a deadline and
-// with one. (Session 52: in a run of the deadline tests alone, the graph
-// test came first and its capture was invalidated.)
-TEST(Deadline, GraphCapturesAShapesFirstCall) {
-  DHP_REQUIRE_GPU();
-  const Problem kColdShapes[] = {
-      {2, 1, 1999, 12, 4, 128, false, {}, {}, {}, {}},
-      {1, 77, 333, 6, 3, 64, true, {}, {}, {}, {}},
-  };
-  for (int with_deadline = 0; with_deadline < 2; ++with_deadline) {
-    for (Problem p : kColdShapes) {
-      p.Sk += with_deadline;  // a shape of its own in each pass
-      const uint64_t seed = fresh_seed();
-      SCOPED_TRACE("D " + std::to_string(p.D) + " S_q " + std::to_string(p.Sq) + " deadline " +
-                   std::to_string(with_deadline) + ", seed " + std::to_string(seed));
-      make_problem(p, seed);
-      cudaStream_t stream;
-      CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      dhp_deadline_state* state = new_state();
-      ASSERT_NE(state, nullptr);
-      Params a = params_of(p, stream);
-      if (with_deadline) {
-        a.time_budget_ns = 2'000'000;
-        a.deadline_state = state;
-      }
-      CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
-      {
-        const CapturedGraph graph(stream, [&] { return attention_forward(a); });
-        ASSERT_EQ(graph.error(), "");
-        CUDA_OK(graph.launch(stream));
-        CUDA_OK(cudaStreamSynchronize(stream));
-      }
-      expect_output_matches_reference(p);
-      CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));
-      ASSERT_TRUE(attention_forward(a)) << "the direct call after the capture";
-      CUDA_OK(cudaStreamSynchronize(stream));
-      expect_output_matches_reference(p);
-      cudaFree(state);
-      cudaStreamDestroy(stream);
-      free_problem(p);
-    }
-  }
 }
 
 }  // namespace

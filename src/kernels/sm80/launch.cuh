@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include "kernels/common/launch_util.hpp"
 #include "kernels/sm80/forward_kernel.cuh"
 #include "kernels/sm80/launch.hpp"
 
@@ -15,8 +16,9 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   if (const cudaError_t err = kernels::ensure_smem_limit(kernel, kSmem, configured_device); err != cudaSuccess)
     return err;
   const dim3 grid((a.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, a.heads_q, a.batch);
-  kernel<<<grid, Traits::kThreads, kSmem, stream>>>(a);
-  return cudaGetLastError();
+  // Its own status, not cudaGetLastError's (which would also report an error
+  // the caller left pending before this call).
+  return kernels::launch_pdl(kernel, grid, dim3(Traits::kThreads), kSmem, stream, false, a);
 }
 
 }  // namespace dhp::sm80

@@ -207,8 +207,11 @@ cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePl
   if (plan.beside_ctas < 1 || plan.beside_ctas > sms) return cudaErrorNotSupported;
   if (const cudaError_t err = cudaMemsetAsync(counters, 0, 4 * pairs, stream); err != cudaSuccess) return err;
   const int64_t grid = copy_beside_grid(plan, sms);
-  copy_v_beside<<<static_cast<unsigned>(grid), kCopyThreads, kCopySmem, stream>>>(a, plan, m_src, m_dst, counters);
-  return cudaGetLastError();
+  // Launched through launch_pdl (without PDL) for its own status: a
+  // <<<>>> launch's cudaGetLastError would also report an error the caller
+  // left pending before this call, as this call's failure.
+  return kernels::launch_pdl(copy_v_beside, dim3(static_cast<unsigned>(grid)), dim3(kCopyThreads), kCopySmem, stream,
+                             false, a, plan, m_src, m_dst, counters);
 }
 
 cudaError_t launch_padding_scrub(const kernels::ForwardArgs& a, int head_dim, void* dst, cudaStream_t stream) {
@@ -217,8 +220,8 @@ cudaError_t launch_padding_scrub(const kernels::ForwardArgs& a, int head_dim, vo
   const int64_t pairs = static_cast<int64_t>(a.batch) * a.heads_kv;
   const dim3 grid(static_cast<unsigned>((a.seqlen_k + rows_per_block - 1) / rows_per_block),
                   static_cast<unsigned>(pairs < 65535 ? pairs : 65535));
-  scrub_v_padding<<<grid, kThreads, 0, stream>>>(a, chunks_per_row, static_cast<uint4*>(dst));
-  return cudaGetLastError();
+  return kernels::launch_pdl(scrub_v_padding, grid, dim3(kThreads), 0, stream, false, a, chunks_per_row,
+                             static_cast<uint4*>(dst));  // its own status (see launch_copy_beside)
 }
 
 void* scratch_alloc(size_t bytes, cudaStream_t stream) {

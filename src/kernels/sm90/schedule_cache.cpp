@@ -25,10 +25,11 @@ const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::funct
     if (e.device == device && e.key == key) return e.table;
   if (entries.size() >= kMaxScheduleEntries) return nullptr;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-    (void)cudaGetLastError();
-    return nullptr;  // not remembered: an uncaptured call may still make it
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();  // our own failure's record
+    return nullptr;
   }
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;  // not remembered: an uncaptured call may still make it
   const std::vector<int32_t> lists = build();
   const int32_t* table = nullptr;
   if (!lists.empty() && lists.size() <= kMaxScheduleInts) {
