@@ -138,7 +138,13 @@ DHP_API void dhp_attention_params_init_bshd(dhp_attention_params* p, dhp_dtype d
  * the empty string. */
 DHP_API dhp_status dhp_attention_validate(const dhp_attention_params* p, char* message, size_t message_size);
 
-/* Validates, then enqueues the forward pass on p->stream. */
+/* Validates, then enqueues the forward pass on p->stream. May be captured
+ * into a CUDA graph (any capture mode), a shape's first call included: its
+ * one-time host work (scratch pool, kernel attributes, plans) runs with the
+ * calling thread's capture mode relaxed for the call's length, outside the
+ * graph. An error the caller left pending (cudaGetLastError) is not
+ * reported as this call's failure; read it before the call, as the call may
+ * clear the thread's last-error record. */
 DHP_API dhp_status dhp_attention_forward(const dhp_attention_params* p, char* message, size_t message_size);
 
 /* A short static description of a status code. */

@@ -79,7 +79,8 @@ inline void set_o_strides(Params& p, Strides s) {
 // Checks every public argument; launches nothing.
 DHP_API Status validate(const Params& p);
 
-// Validates, then enqueues softmax(Q K^T * scale) V on p.stream.
+// Validates, then enqueues softmax(Q K^T * scale) V on p.stream (CUDA graph
+// capture and pending errors: as dhp_attention_forward in attention.h).
 DHP_API Status attention_forward(const Params& p);
 
 // The scale used when none is given: 1/sqrt(head_dim), computed on the host

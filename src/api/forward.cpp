@@ -190,7 +190,10 @@ Status launch_attention(const Params& p, int major) {
 // everything enqueued on the call's stream is captured as before.
 class RelaxedCaptureMode {
  public:
-  RelaxedCaptureMode() { ok_ = cudaThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess; }
+  RelaxedCaptureMode() {
+    ok_ = cudaThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess;
+    if (!ok_) (void)cudaGetLastError();  // our own failure's record; the call goes on in the caller's mode
+  }
   ~RelaxedCaptureMode() {
     if (ok_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
   }

@@ -1,7 +1,9 @@
 // What a call finds and leaves in the host thread's CUDA state: a CUDA
 // graph captured around a shape's very first call, and an error the caller
-// left pending before the call. Neither may make a correct call fail, and the
-// caller's pending error is the caller's to read.
+// left pending before the call. Neither may make a correct call fail.
+// The one-time host work of a shape's first call happens once per process:
+// scripts/hopper-suites.sh runs CallState.* in a process of its own first
+// (ctest runs every test in its own), where the first capture is cold.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -21,23 +23,24 @@ namespace {
 // A CUDA graph captured around a shape's first call in this process (shapes
 // no other test uses, so the one-time host work -- scratch pool, kernel
 // attributes, plans -- happens inside the capture): the capture holds, the
-// replay is right, and a direct call after it works. Without a deadline and
-// with one. (Session 52: in a run of the deadline tests alone, the graph
-// test came first and its capture was invalidated; the fix is
-// RelaxedCaptureMode in src/api/forward.cpp.)
+// replay is right, and a direct call after it works. With a deadline first
+// (the form that failed: in session 52's run of the deadline tests alone, the
+// graph test came first and its capture was invalidated; the fix is
+// RelaxedCaptureMode in src/api/forward.cpp), then without. In a fresh
+// process the first capture also creates the scratch pool.
 TEST(CallState, GraphCapturesAShapesFirstCall) {
   DHP_REQUIRE_GPU();
   const Problem kColdShapes[] = {
       {2, 1, 1999, 12, 4, 128, false, {}, {}, {}, {}},
       {1, 77, 333, 6, 3, 64, true, {}, {}, {}, {}},
   };
-  for (int with_deadline = 0; with_deadline < 2; ++with_deadline) {
+  for (int with_deadline = 1; with_deadline >= 0; --with_deadline) {
     for (Problem p : kColdShapes) {
       p.Sk += with_deadline;  // a shape of its own in each pass
       const uint64_t seed = fresh_seed();
       SCOPED_TRACE("D " + std::to_string(p.D) + " S_q " + std::to_string(p.Sq) + " deadline " +
                    std::to_string(with_deadline) + ", seed " + std::to_string(seed));
-      make_problem(p, seed);
+      ASSERT_NO_FATAL_FAILURE(make_problem(p, seed));
       cudaStream_t stream;
       CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       dhp_deadline_state* state = nullptr;
@@ -69,10 +72,10 @@ TEST(CallState, GraphCapturesAShapesFirstCall) {
 
 // An error left pending by the caller (a failed cudaMalloc: recorded as the
 // thread's last error, not sticky) is not this call's failure: the call
-// succeeds and is right, on the shapes whose launches went through <<<>>> +
-// cudaGetLastError before session 52 (the V copy / scrub of secret key
-// lengths; the portable kernel elsewhere), and the error is still there for
-// the caller to read after it.
+// succeeds and is right, on shapes whose launches went through <<<>>> +
+// cudaGetLastError before session 52 (the V copy or scrub for secret key
+// lengths; the portable kernel elsewhere). Whether the record survives the
+// call is not promised (attention.h): a shape's first call may clear it.
 TEST(CallState, ErrorPendingBeforeTheCallIsNotItsFailure) {
   DHP_REQUIRE_GPU();
   const Problem kShapesWithLengths[] = {
@@ -82,17 +85,16 @@ TEST(CallState, ErrorPendingBeforeTheCallIsNotItsFailure) {
   for (Problem p : kShapesWithLengths) {
     const uint64_t seed = fresh_seed();
     SCOPED_TRACE("D " + std::to_string(p.D) + " S_q " + std::to_string(p.Sq) + ", seed " + std::to_string(seed));
-    make_problem(p, seed);
+    ASSERT_NO_FATAL_FAILURE(make_problem(p, seed));
     const Params a = params_of(p, nullptr);
     CUDA_OK(cudaMemset(p.o, 0xff, p.nq() * 2));  // poison: 0xffff is a NaN
     void* huge = nullptr;
     ASSERT_EQ(cudaMalloc(&huge, size_t{1} << 60), cudaErrorMemoryAllocation) << "1 EiB: must fail";
     const Status s = attention_forward(a);
-    const cudaError_t pending_after = cudaGetLastError();  // read (and cleared) before any assertion
+    (void)cudaGetLastError();  // the caller's record (or none), cleared before any assertion
     ASSERT_TRUE(s) << s.message;
     CUDA_OK(cudaDeviceSynchronize());
     expect_output_matches_reference(p);
-    EXPECT_EQ(pending_after, cudaErrorMemoryAllocation) << "the caller's pending error was cleared or replaced";
     free_problem(p);
   }
 }

@@ -36,7 +36,10 @@ cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device)
 // Launches `kernel` with programmatic dependent launch when `pdl` (the
 // kernel may start while the previous one in the stream finishes; it must
 // wait -- griddepcontrol.wait -- before touching what that kernel writes),
-// else as an ordinary stream launch.
+// else as an ordinary stream launch. Returns the launch's own status (not
+// cudaGetLastError's, which would also report an error the caller left
+// pending), and clears the thread's last-error record only after its own
+// failure, so that the caller's next launch check does not see it again.
 template <typename... Params, typename... Args>
 cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                        bool pdl, Args&&... args) {
@@ -50,7 +53,9 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t 
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, static_cast<Args&&>(args)...);
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, static_cast<Args&&>(args)...);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
 }
 
 }  // namespace dhp::kernels

@@ -16,8 +16,7 @@ cudaError_t launch_forward(const kernels::ForwardArgs& a, cudaStream_t stream) {
   if (const cudaError_t err = kernels::ensure_smem_limit(kernel, kSmem, configured_device); err != cudaSuccess)
     return err;
   const dim3 grid((a.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, a.heads_q, a.batch);
-  // Its own status, not cudaGetLastError's (which would also report an error
-  // the caller left pending before this call).
+  // Through launch_pdl (without PDL) for the launch's own status.
   return kernels::launch_pdl(kernel, grid, dim3(Traits::kThreads), kSmem, stream, false, a);
 }
 

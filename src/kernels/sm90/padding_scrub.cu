@@ -207,9 +207,7 @@ cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePl
   if (plan.beside_ctas < 1 || plan.beside_ctas > sms) return cudaErrorNotSupported;
   if (const cudaError_t err = cudaMemsetAsync(counters, 0, 4 * pairs, stream); err != cudaSuccess) return err;
   const int64_t grid = copy_beside_grid(plan, sms);
-  // Launched through launch_pdl (without PDL) for its own status: a
-  // <<<>>> launch's cudaGetLastError would also report an error the caller
-  // left pending before this call, as this call's failure.
+  // Through launch_pdl (without PDL) for the launch's own status.
   return kernels::launch_pdl(copy_v_beside, dim3(static_cast<unsigned>(grid)), dim3(kCopyThreads), kCopySmem, stream,
                              false, a, plan, m_src, m_dst, counters);
 }
@@ -221,7 +219,7 @@ cudaError_t launch_padding_scrub(const kernels::ForwardArgs& a, int head_dim, vo
   const dim3 grid(static_cast<unsigned>((a.seqlen_k + rows_per_block - 1) / rows_per_block),
                   static_cast<unsigned>(pairs < 65535 ? pairs : 65535));
   return kernels::launch_pdl(scrub_v_padding, grid, dim3(kThreads), 0, stream, false, a, chunks_per_row,
-                             static_cast<uint4*>(dst));  // its own status (see launch_copy_beside)
+                             static_cast<uint4*>(dst));  // its own status (launch_pdl)
 }
 
 void* scratch_alloc(size_t bytes, cudaStream_t stream) {
