@@ -20,6 +20,7 @@ echo "sm90 tests: $(build/hopper/tests/dhp_sm90_tests --gtest_brief=1 2>&1 | tee
 # CallState.* first in a process of its own: a shape's first call (its one-time host work,
 # the scratch pool's creation) inside a graph capture is only cold there.
 echo "CallState alone: $(build/hopper/tests/dhp_gpu_tests --gtest_filter='CallState.*' --gtest_brief=1 2>&1 | tee "$out/call-state.log" | brief)"
+echo "CallState alone, lists forced: $(DHP_SM90_SCHEDULE_TABLE=2 build/hopper/tests/dhp_gpu_tests --gtest_filter='CallState.*' --gtest_brief=1 2>&1 | tee "$out/call-state-lists.log" | brief)"
 echo "GPU suite: $(build/hopper/tests/dhp_gpu_tests --gtest_brief=1 2>&1 | tee "$out/suite.log" | brief)"
 i=0
 for setting in "$@"; do

@@ -22,7 +22,7 @@ namespace {
 
 // A CUDA graph captured around a shape's first call in this process (shapes
 // no other test uses, so the one-time host work -- scratch pool, kernel
-// attributes, plans -- happens inside the capture): the capture holds, the
+// attributes, schedule lists -- happens inside the capture): the capture holds, the
 // replay is right, and a direct call after it works. With a deadline first
 // (the form that failed: in session 52's run of the deadline tests alone, the
 // graph test came first and its capture was invalidated; the fix is
@@ -33,6 +33,11 @@ TEST(CallState, GraphCapturesAShapesFirstCall) {
   const Problem kColdShapes[] = {
       {2, 1, 1999, 12, 4, 128, false, {}, {}, {}, {}},
       {1, 77, 333, 6, 3, 64, true, {}, {}, {}, {}},
+      // Causal with more tiles than a grid's CTAs: the launcher considers
+      // the balanced schedule's lists, built and uploaded inside the capture
+      // where taken (hopper-suites.sh also runs these tests with
+      // DHP_SM90_SCHEDULE_TABLE=2, the lists wherever considered).
+      {1, 512, 512, 64, 16, 64, true, {}, {}, {}, {}},
   };
   for (int with_deadline = 1; with_deadline >= 0; --with_deadline) {
     for (Problem p : kColdShapes) {

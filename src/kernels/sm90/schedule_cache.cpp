@@ -15,7 +15,7 @@ struct Entry {
 }  // namespace
 
 const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::function<std::vector<int32_t>()>& build,
-                               cudaStream_t stream) {
+                               cudaStream_t /*stream: the call's; the upload uses its own*/) {
   static std::mutex mutex;
   static std::vector<Entry> entries;
   int device = 0;
@@ -24,12 +24,12 @@ const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::funct
   for (const Entry& e : entries)
     if (e.device == device && e.key == key) return e.table;
   if (entries.size() >= kMaxScheduleEntries) return nullptr;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
-    (void)cudaGetLastError();  // our own failure's record
-    return nullptr;
-  }
-  if (capture != cudaStreamCaptureStatusNone) return nullptr;  // not remembered: an uncaptured call may still make it
+  // Also while the call's stream is being captured into a CUDA graph: the upload
+  // below is on a stream of its own, so it is not captured, and it completes
+  // before the table is remembered; its cudaMalloc and synchronisation are
+  // allowed because attention_forward runs with the thread's capture mode
+  // relaxed (forward.cpp, RelaxedCaptureMode). The graph's kernel then reads
+  // a table that outlives it.
   const std::vector<int32_t> lists = build();
   const int32_t* table = nullptr;
   if (!lists.empty() && lists.size() <= kMaxScheduleInts) {

@@ -7,10 +7,10 @@
 // them through ForwardArgs::schedule.
 //
 // When there is none (null: the launcher then uses the closed-form deal):
-// the builder found no gain (an empty list, remembered too), the stream is
-// being captured into a CUDA graph and the shape has not been seen outside
-// one (the upload would become part of the graph), the cache is full
-// (kMaxEntries), or memory could not be had. All public conditions.
+// the builder found no gain (an empty list, remembered too), the cache is
+// full (kMaxEntries), or memory could not be had. All public conditions.
+// A call being captured into a CUDA graph builds and uploads the table like
+// any other (on a stream of its own, outside the graph; schedule_cache.cpp).
 #pragma once
 #include <cuda_runtime.h>
 
