@@ -48,9 +48,8 @@ TEST(CallState, GraphCapturesAShapesFirstCall) {
       ASSERT_NO_FATAL_FAILURE(make_problem(p, seed));
       cudaStream_t stream;
       CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      dhp_deadline_state* state = nullptr;
-      CUDA_OK(cudaMalloc(&state, sizeof(dhp_deadline_state)));
-      CUDA_OK(cudaMemset(state, 0, sizeof(dhp_deadline_state)));
+      dhp_deadline_state* state = new_state();
+      ASSERT_NE(state, nullptr);
       Params a = params_of(p, stream);
       if (with_deadline) {
         a.time_budget_ns = 2'000'000;

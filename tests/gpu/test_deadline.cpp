@@ -23,17 +23,6 @@ namespace {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-// A zeroed deadline state in device memory, or nullptr.
-dhp_deadline_state* new_state() {
-  dhp_deadline_state* state = nullptr;
-  if (cudaMalloc(&state, sizeof(dhp_deadline_state)) != cudaSuccess) return nullptr;
-  if (cudaMemset(state, 0, sizeof(dhp_deadline_state)) != cudaSuccess) {
-    cudaFree(state);
-    return nullptr;
-  }
-  return state;
-}
-
 dhp_deadline_state read_state(const dhp_deadline_state* state) {
   dhp_deadline_state host{};
   EXPECT_EQ(cudaMemcpy(&host, state, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);

@@ -1,7 +1,7 @@
-// One attention problem on the device for the GPU tests (test_deadline.cpp,
-// test_call_state.cpp): fp16 BSHD, fresh random Q/K/V from a seed, random
+// For the GPU tests (test_deadline.cpp, test_call_state.cpp): one attention
+// problem on the device -- fp16 BSHD, fresh random Q/K/V from a seed, random
 // secret key lengths with 0 and S_k among them, checked against the float64
-// reference.
+// reference -- and a zeroed deadline state.
 #pragma once
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -84,6 +84,17 @@ inline void expect_output_matches_reference(const Problem& p) {
   int64_t nan = 0;
   EXPECT_LE(reference_error(p, o, &nan), o_tolerance(DType::kFloat16));
   EXPECT_EQ(nan, 0) << "NaN (or the poison) in the output";
+}
+
+// A zeroed deadline state in device memory, or nullptr.
+inline dhp_deadline_state* new_state() {
+  dhp_deadline_state* state = nullptr;
+  if (cudaMalloc(&state, sizeof(dhp_deadline_state)) != cudaSuccess) return nullptr;
+  if (cudaMemset(state, 0, sizeof(dhp_deadline_state)) != cudaSuccess) {
+    cudaFree(state);
+    return nullptr;
+  }
+  return state;
 }
 
 }  // namespace dhp::testing

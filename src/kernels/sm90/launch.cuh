@@ -213,8 +213,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
               balanced_schedule<Traits::kBlockM, Traits::kBlockN>(shape, grid, &balanced, partial_cost);
           const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now, partial_cost);
           return take_lists(kind, balanced, now, table_mode) ? lists : std::vector<int32_t>{};
-        },
-        stream);
+        });
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering
   }
   if (v_copy != nullptr)  // public; args' V becomes the copy

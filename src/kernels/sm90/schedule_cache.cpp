@@ -14,8 +14,7 @@ struct Entry {
 
 }  // namespace
 
-const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::function<std::vector<int32_t>()>& build,
-                               cudaStream_t /*stream: the call's; the upload uses its own*/) {
+const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::function<std::vector<int32_t>()>& build) {
   static std::mutex mutex;
   static std::vector<Entry> entries;
   int device = 0;

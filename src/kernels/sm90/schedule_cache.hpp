@@ -23,7 +23,7 @@ namespace dhp::sm90 {
 inline constexpr size_t kMaxScheduleEntries = 256;
 inline constexpr size_t kMaxScheduleInts = size_t{1} << 22;  // 16 MB
 
-const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::function<std::vector<int32_t>()>& build,
-                               cudaStream_t stream);
+// Takes no stream: the upload runs on one of its own (schedule_cache.cpp).
+const int32_t* cached_schedule(const std::vector<int64_t>& key, const std::function<std::vector<int32_t>()>& build);
 
 }  // namespace dhp::sm90
