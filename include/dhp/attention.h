@@ -143,8 +143,8 @@ DHP_API dhp_status dhp_attention_validate(const dhp_attention_params* p, char* m
  * one-time host work (scratch pool, kernel attributes, plans) runs with the
  * calling thread's capture mode relaxed for the call's length, outside the
  * graph. An error the caller left pending (cudaGetLastError) is not
- * reported as this call's failure; read it before the call, as the call may
- * clear the thread's last-error record. */
+ * reported as this call's failure, and a call that succeeds leaves it
+ * pending; a call that fails may replace or clear it. */
 DHP_API dhp_status dhp_attention_forward(const dhp_attention_params* p, char* message, size_t message_size);
 
 /* A short static description of a status code. */

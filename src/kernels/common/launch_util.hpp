@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include "kernels/common/function_attribute.hpp"
 #include "kernels/forward_args.hpp"
 
 // Declares launch_forward_<dtype>_d<D>(args, has_lengths, stream) for every
@@ -20,13 +21,14 @@ namespace dhp::kernels {
 // Raises a kernel's dynamic shared-memory cap to `bytes` on the current
 // device. Per function and idempotent, but a driver call: done once per
 // instantiation (the static lives in the caller's template) and device.
+// Leaves the thread's last-error record alone (set_function_attribute).
 template <typename Kernel>
 cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
   if (configured_device != device) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    err = set_function_attribute(reinterpret_cast<const void*>(kernel), FunctionAttribute::kMaxDynamicSharedBytes, bytes);
     if (err != cudaSuccess) return err;
     configured_device = device;
   }

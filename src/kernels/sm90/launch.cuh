@@ -337,8 +337,9 @@ cudaError_t launch_decode(const kernels::ForwardArgs& call, cudaStream_t stream)
     if (e == cudaSuccess && device != queried_device) {
       e = kernels::ensure_smem_limit(kernel, kSmem, configured_device);
       if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
+        e = kernels::set_function_attribute(reinterpret_cast<const void*>(kernel),
+                                            kernels::FunctionAttribute::kPreferredSharedCarveout,
+                                            cudaSharedmemCarveoutMaxShared);
       int n = 0;
       if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, Traits::kThreads, kSmem);
       if (e != cudaSuccess) return e;

@@ -106,7 +106,8 @@ cudaError_t launch_typed(const CombineArgs& a, bool overlap, cudaStream_t stream
   if (reserve_smem > 48 * 1024) {
     cudaError_t e = cudaGetDevice(&device);
     if (e == cudaSuccess && (device != capped_device || reserve_smem > cap)) {
-      e = cudaFuncSetAttribute(&split_combine<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, reserve_smem);
+      e = kernels::set_function_attribute(reinterpret_cast<const void*>(&split_combine<T, D>),
+                                          kernels::FunctionAttribute::kMaxDynamicSharedBytes, reserve_smem);
       if (e == cudaSuccess) capped_device = device, cap = reserve_smem;
     }
     if (e != cudaSuccess) return e;

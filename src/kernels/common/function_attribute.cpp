@@ -1,0 +1,48 @@
+#include "kernels/common/function_attribute.hpp"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+namespace dhp::kernels {
+namespace {
+
+PFN_cuFuncSetAttribute_v9000 driver_set_attribute() {
+  static const PFN_cuFuncSetAttribute_v9000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &p, 9000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<PFN_cuFuncSetAttribute_v9000>(p);
+  }();
+  return fn;
+}
+
+// The runtime's code for a driver failure, for the caller's message.
+cudaError_t runtime_error_of(CUresult r) {
+  switch (r) {
+    case CUDA_SUCCESS: return cudaSuccess;
+    case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
+    case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
+    case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
+    case CUDA_ERROR_NOT_INITIALIZED: return cudaErrorInitializationError;
+    case CUDA_ERROR_DEINITIALIZED: return cudaErrorCudartUnloading;
+    default: return cudaErrorUnknown;
+  }
+}
+
+}  // namespace
+
+cudaError_t set_function_attribute(const void* kernel, FunctionAttribute attribute, int value) {
+  const PFN_cuFuncSetAttribute_v9000 set = driver_set_attribute();
+  if (set == nullptr) return cudaErrorCallRequiresNewerDriver;
+  cudaFunction_t function = nullptr;
+  // Also loads the kernel's module when loading is lazy. Keeps the record.
+  if (const cudaError_t e = cudaGetFuncBySymbol(&function, kernel); e != cudaSuccess) return e;
+  const CUfunction_attribute a = attribute == FunctionAttribute::kMaxDynamicSharedBytes
+                                     ? CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                                     : CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+  return runtime_error_of(set(reinterpret_cast<CUfunction>(function), a, value));
+}
+
+}  // namespace dhp::kernels

@@ -1,0 +1,22 @@
+// Sets a kernel's function attribute without touching the calling thread's
+// CUDA last-error record.
+#pragma once
+#include <cuda_runtime.h>
+
+namespace dhp::kernels {
+
+enum class FunctionAttribute {
+  kMaxDynamicSharedBytes,   // the kernel's opt-in dynamic shared-memory cap
+  kPreferredSharedCarveout  // percent of the unified L1/shared storage asked for as shared memory
+};
+
+// cudaFuncSetAttribute resets the thread's last-error record even when it
+// succeeds (seen on CUDA 13.0, driver 580, H200: an error the caller left
+// pending was gone after it; every other runtime call a forward makes kept
+// it). A shape's first call sets attributes, so it cleared the caller's
+// error. This goes through the driver instead (cudaGetFuncBySymbol, then
+// cuFuncSetAttribute from cudaGetDriverEntryPointByVersion), which keeps the
+// record. `kernel` is the kernel's host-side symbol, as for <<<>>>.
+cudaError_t set_function_attribute(const void* kernel, FunctionAttribute attribute, int value);
+
+}  // namespace dhp::kernels
