@@ -17,6 +17,9 @@ enum class FunctionAttribute {
 // error. This goes through the driver instead (cudaGetFuncBySymbol, then
 // cuFuncSetAttribute from cudaGetDriverEntryPointByVersion), which keeps the
 // record. `kernel` is the kernel's host-side symbol, as for <<<>>>.
+// cudaFuncGetAttributes does not see a value set this way (it still read the
+// 48 KB default after a 100 000-byte cap, while a launch with that much
+// dynamic shared memory ran): the library never reads attributes back.
 cudaError_t set_function_attribute(const void* kernel, FunctionAttribute attribute, int value);
 
 }  // namespace dhp::kernels
