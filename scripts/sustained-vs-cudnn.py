@@ -15,9 +15,8 @@ import statistics
 import time
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import dhp_attention
+from contestants import contestants
 from dhp_attention.bench import time_events
 
 CASES = ["fp16,4,32,4096,64,0", "fp16,4,32,4096,64,1", "fp16,4,16,4096,128,0", "fp16,4,16,4096,128,1",
@@ -39,19 +38,8 @@ def main():
           "ratio sustained | ours sustained / burst |")
     print("|---|---|---|---|---|---|---|---|")
     for spec in a.case or CASES:
-        dt, B, H, S, D, causal = spec.split(",")
-        B, H, S, D, causal = int(B), int(H), int(S), int(D), bool(int(causal))
-        dtype = torch.float16 if dt == "fp16" else torch.bfloat16
-        q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
-
-        def ours():
-            return dhp_attention.attention(q, k, v, causal=causal, layout="bhsd")
-
-        def cudnn():
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-        fns = {"cudnn": cudnn, "ours": ours} if a.cudnn_first else {"ours": ours, "cudnn": cudnn}
+        both = contestants(spec)
+        fns = {"cudnn": both["cudnn"], "ours": both["ours"]} if a.cudnn_first else both
         burst = {}
         for name, fn in fns.items():
             torch.cuda.synchronize()

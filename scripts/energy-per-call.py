@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Energy per call, ours against cuDNN SDPA, from NVML's total-energy counter
+(millijoules since the driver loaded; read through ctypes, no pynvml needed).
+At the power cap throughput follows work per joule (session 53: under
+sustained load our lead over cuDNN shrinks on causal rows), so this is the
+figure that says whether a kernel is efficient or only fast at the boost clock.
+Per case and contestant, ROUNDS times alternating: 1 s of load to reach the
+sustained state, then about WINDOW seconds of back-to-back calls with the
+counter read before and after (it updates every few ms; a window of >= 1 s
+keeps that under 1 %). Also reports the idle power read the same way, so that
+the energy above idle can be compared too.
+  python3 scripts/energy-per-call.py [--window 1.0] [--rounds 3] [--case dtype,B,H,S,D,causal ...]"""
+import argparse
+import ctypes
+import statistics
+import time
+
+import torch
+
+from contestants import contestants
+
+CASES = ["fp16,2,32,8192,64,1", "fp16,4,32,4096,64,1", "fp16,4,16,4096,128,0", "fp16,4,16,4096,128,1",
+         "fp16,4,8,4096,256,0", "fp16,4,8,4096,256,1"]
+
+
+class Energy:
+    """NVML's total energy counter of GPU `index` (NVML numbering), in joules."""
+
+    def __init__(self, index: int):
+        self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if self.nvml.nvmlInit_v2() != 0:
+            raise RuntimeError("nvmlInit_v2 failed")
+        self.handle = ctypes.c_void_p()
+        if self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) != 0:
+            raise RuntimeError(f"no NVML device {index}")
+
+    def joules(self) -> float:
+        mj = ctypes.c_ulonglong()
+        if self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle, ctypes.byref(mj)) != 0:
+            raise RuntimeError("nvmlDeviceGetTotalEnergyConsumption failed (not supported on this GPU?)")
+        return mj.value / 1000.0
+
+
+def window(fn, seconds, meter):
+    """Back-to-back calls for about `seconds`: (calls, elapsed s, joules)."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0 = meter.joules()
+    start.record()
+    calls, t_end = 0, time.time() + seconds
+    while time.time() < t_end:
+        for _ in range(8):
+            fn()
+        calls += 8
+    end.record()
+    end.synchronize()
+    e1 = meter.joules()
+    return calls, start.elapsed_time(end) / 1e3, e1 - e0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", action="append", help="dtype,B,H,S,D,causal (BSHD memory, H_q = H_kv)")
+    ap.add_argument("--window", type=float, default=1.0, help="seconds of timed calls per measurement")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--nvml-index", type=int, default=0, help="the GPU's NVML index (0 on a one-GPU machine)")
+    a = ap.parse_args()
+    meter = Energy(a.nvml_index)
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    e0, t0 = meter.joules(), time.time()
+    time.sleep(2.0)
+    idle_w = (meter.joules() - e0) / (time.time() - t0)
+    print(f"idle power {idle_w:.0f} W")
+    print("| case | ours us | cuDNN us | ours mJ/call | cuDNN mJ/call | cuDNN mJ / ours mJ | same, above idle | "
+          "ours W | cuDNN W |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for spec in a.case or CASES:
+        fns = contestants(spec)
+        got = {n: [] for n in fns}  # (s per call, J per call, J above idle per call, W)
+        for r in range(a.rounds):
+            for n in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+                window(fns[n], 1.0, meter)  # the sustained state
+                calls, secs, joules = window(fns[n], a.window, meter)
+                got[n].append((secs / calls, joules / calls, (joules - idle_w * secs) / calls, joules / secs))
+        m = {n: [statistics.median(x[i] for x in got[n]) for i in range(4)] for n in fns}
+        o, c = m["ours"], m["cudnn"]
+        print(f"| {spec} | {o[0] * 1e6:.1f} | {c[0] * 1e6:.1f} | {o[1] * 1e3:.1f} | {c[1] * 1e3:.1f} | "
+              f"{c[1] / o[1]:.3f} | {c[2] / o[2]:.3f} | {o[3]:.0f} | {c[3]:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
