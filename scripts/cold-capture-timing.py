@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Times a CUDA graph captured around a shape's first call in the process
 ("cold": the shape's one-time host work, schedule lists included, runs during
-the capture) against one captured after it ("warm"), replays interleaved on
-fresh random inputs. Session 52 made the schedule cache build during a
+the capture) against one captured after it ("warm"), replays interleaved, on
+random inputs. Session 52 made the schedule cache build during a
 capture; before, a cold graph ran without the balanced lists. Run it again
 with DHP_SM90_SCHEDULE_TABLE=0 (no lists anywhere) as the control that shows
 what the lists are worth on each shape.

@@ -6,10 +6,12 @@ sustained load our lead over cuDNN shrinks on causal rows), so this is the
 figure that says whether a kernel is efficient or only fast at the boost clock.
 Per case and contestant, ROUNDS times alternating: 1 s of load to reach the
 sustained state, then about WINDOW seconds of back-to-back calls with the
-counter read before and after (it updates every few ms; a window of >= 1 s
-keeps that under 1 %). Also reports the idle power read the same way, so that
+counter read before and after. The counter's update period and the power
+sensor's sampling are not documented (on A100 / H100 the sensor is reported to
+sample part of the time only), hence windows of several seconds and the
+median over rounds. Also reports the idle power read the same way, so that
 the energy above idle can be compared too.
-  python3 scripts/energy-per-call.py [--window 1.0] [--rounds 3] [--case dtype,B,H,S,D,causal ...]"""
+  python3 scripts/energy-per-call.py [--window 3] [--rounds 3] [--case dtype,B,H,S,D,causal ...]"""
 import argparse
 import ctypes
 import statistics
@@ -26,12 +28,19 @@ CASES = ["fp16,2,32,8192,64,1", "fp16,4,32,4096,64,1", "fp16,4,16,4096,128,0", "
 class Energy:
     """NVML's total energy counter of GPU `index` (NVML numbering), in joules."""
 
-    def __init__(self, index: int):
+    def __init__(self, index):
+        """The GPU of torch's current CUDA device, matched by UUID (NVML's
+        numbering ignores CUDA_VISIBLE_DEVICES), or NVML index `index`."""
         self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
         if self.nvml.nvmlInit_v2() != 0:
             raise RuntimeError("nvmlInit_v2 failed")
         self.handle = ctypes.c_void_p()
-        if self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) != 0:
+        if index is None:
+            uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+            uuid = uuid if uuid.startswith("GPU-") else "GPU-" + uuid
+            if self.nvml.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(self.handle)) != 0:
+                raise RuntimeError(f"no NVML device with UUID {uuid}: pass --nvml-index")
+        elif self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) != 0:
             raise RuntimeError(f"no NVML device {index}")
 
     def joules(self) -> float:
@@ -42,10 +51,11 @@ class Energy:
 
 
 def window(fn, seconds, meter):
-    """Back-to-back calls for about `seconds`: (calls, elapsed s, joules)."""
+    """Back-to-back calls for about `seconds`: (calls, GPU seconds from the
+    events, joules, host seconds between the counter reads)."""
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0 = meter.joules()
+    e0, h0 = meter.joules(), time.time()
     start.record()
     calls, t_end = 0, time.time() + seconds
     while time.time() < t_end:
@@ -54,16 +64,17 @@ def window(fn, seconds, meter):
         calls += 8
     end.record()
     end.synchronize()
-    e1 = meter.joules()
-    return calls, start.elapsed_time(end) / 1e3, e1 - e0
+    e1, h1 = meter.joules(), time.time()
+    return calls, start.elapsed_time(end) / 1e3, e1 - e0, h1 - h0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", help="dtype,B,H,S,D,causal (BSHD memory, H_q = H_kv)")
-    ap.add_argument("--window", type=float, default=1.0, help="seconds of timed calls per measurement")
+    ap.add_argument("--window", type=float, default=3.0, help="seconds of timed calls per measurement")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--nvml-index", type=int, default=0, help="the GPU's NVML index (0 on a one-GPU machine)")
+    ap.add_argument("--nvml-index", type=int, default=None,
+                    help="the GPU's NVML index (default: the current CUDA device, matched by UUID)")
     a = ap.parse_args()
     meter = Energy(a.nvml_index)
     torch.cuda.synchronize()
@@ -81,8 +92,8 @@ def main():
         for r in range(a.rounds):
             for n in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
                 window(fns[n], 1.0, meter)  # the sustained state
-                calls, secs, joules = window(fns[n], a.window, meter)
-                got[n].append((secs / calls, joules / calls, (joules - idle_w * secs) / calls, joules / secs))
+                calls, secs, joules, host_secs = window(fns[n], a.window, meter)
+                got[n].append((secs / calls, joules / calls, (joules - idle_w * host_secs) / calls, joules / host_secs))
         m = {n: [statistics.median(x[i] for x in got[n]) for i in range(4)] for n in fns}
         o, c = m["ours"], m["cudnn"]
         print(f"| {spec} | {o[0] * 1e6:.1f} | {c[0] * 1e6:.1f} | {o[1] * 1e3:.1f} | {c[1] * 1e3:.1f} | "

@@ -144,7 +144,9 @@ DHP_API dhp_status dhp_attention_validate(const dhp_attention_params* p, char* m
  * calling thread's capture mode relaxed for the call's length, outside the
  * graph. An error the caller left pending (cudaGetLastError) is not
  * reported as this call's failure, and a call that succeeds leaves it
- * pending; a call that fails may replace or clear it. */
+ * pending -- unless the call recovered from a CUDA failure of its own
+ * (e.g. scratch memory refused, where it takes a slower path), whose record
+ * replaced it. A call that fails may replace or clear it. */
 DHP_API dhp_status dhp_attention_forward(const dhp_attention_params* p, char* message, size_t message_size);
 
 /* A short static description of a status code. */

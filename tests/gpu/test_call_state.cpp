@@ -26,14 +26,16 @@ namespace {
 // after it. The shapes: launches that went through <<<>>> + cudaGetLastError
 // before session 52 (the V copy or scrub for secret key lengths; the
 // portable kernel elsewhere), and first calls of kernels whose one-time
-// attribute setting (the shared-memory cap, the narrow D = 64 kernel's
-// carveout) used cudaFuncSetAttribute, which resets the record (session 53;
-// now kernels::set_function_attribute). Defined first in this file so that
-// in a process of its own (hopper-suites.sh) these calls are the first.
+// attribute setting used cudaFuncSetAttribute, which resets the record
+// (session 53; now kernels::set_function_attribute): the shared-memory cap
+// (every shape) and the carveout of the narrow D = 64 decode kernel with two
+// CTAs per SM (S_q 1, D 64). Defined first in this file so that in a process
+// of its own (hopper-suites.sh) these calls are the first.
 TEST(CallState, ErrorPendingBeforeTheCallIsLeftPending) {
   DHP_REQUIRE_GPU();
   const Problem kShapesWithLengths[] = {
       {2, 1, 2100, 8, 2, 128, false, {}, {}, {}, {}},
+      {2, 1, 2100, 8, 2, 64, false, {}, {}, {}, {}},  // the narrow D = 64 kernel: its carveout
       {2, 150, 411, 4, 4, 64, true, {}, {}, {}, {}},
       {1, 300, 700, 2, 2, 256, false, {}, {}, {}, {}},
   };

@@ -23,10 +23,14 @@ cudaError_t runtime_error_of(CUresult r) {
   switch (r) {
     case CUDA_SUCCESS: return cudaSuccess;
     case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
+    case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
     case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
     case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
     case CUDA_ERROR_NOT_INITIALIZED: return cudaErrorInitializationError;
     case CUDA_ERROR_DEINITIALIZED: return cudaErrorCudartUnloading;
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED: return cudaErrorContextIsDestroyed;
+    case CUDA_ERROR_NOT_PERMITTED: return cudaErrorNotPermitted;
+    case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
     default: return cudaErrorUnknown;
   }
 }
@@ -35,13 +39,29 @@ cudaError_t runtime_error_of(CUresult r) {
 
 cudaError_t set_function_attribute(const void* kernel, FunctionAttribute attribute, int value) {
   const PFN_cuFuncSetAttribute_v9000 set = driver_set_attribute();
-  if (set == nullptr) return cudaErrorCallRequiresNewerDriver;
+  if (set == nullptr) {
+    // No driver entry point (not expected: cuFuncSetAttribute dates from
+    // CUDA 9.0): the runtime's call, which clears a pending error, rather
+    // than no kernel over 48 KB at all. Its own failure is cleared too.
+    const cudaError_t e = cudaFuncSetAttribute(kernel,
+                                               attribute == FunctionAttribute::kMaxDynamicSharedBytes
+                                                   ? cudaFuncAttributeMaxDynamicSharedMemorySize
+                                                   : cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               value);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    return e;
+  }
   cudaFunction_t function = nullptr;
-  // Also loads the kernel's module when loading is lazy. Keeps the record.
-  if (const cudaError_t e = cudaGetFuncBySymbol(&function, kernel); e != cudaSuccess) return e;
+  // Also loads the kernel's module when loading is lazy. Keeps the record on
+  // success; its own failure is cleared here, so that callers need not.
+  if (const cudaError_t e = cudaGetFuncBySymbol(&function, kernel); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return e;
+  }
   const CUfunction_attribute a = attribute == FunctionAttribute::kMaxDynamicSharedBytes
                                      ? CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
                                      : CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+  // A driver failure never enters the runtime's record.
   return runtime_error_of(set(reinterpret_cast<CUfunction>(function), a, value));
 }
 

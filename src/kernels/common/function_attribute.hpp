@@ -16,7 +16,10 @@ enum class FunctionAttribute {
 // it). A shape's first call sets attributes, so it cleared the caller's
 // error. This goes through the driver instead (cudaGetFuncBySymbol, then
 // cuFuncSetAttribute from cudaGetDriverEntryPointByVersion), which keeps the
-// record. `kernel` is the kernel's host-side symbol, as for <<<>>>.
+// record. `kernel` is the kernel's host-side symbol, as for <<<>>>. Its own
+// failures do not stay in the record either (callers need not clear it).
+// The attribute is the current context's function's (as cudaFuncSetAttribute
+// sets it, per the CUDA 13 headers), which is what a launch in that context uses.
 // cudaFuncGetAttributes does not see a value set this way (it still read the
 // 48 KB default after a 100 000-byte cap, while a launch with that much
 // dynamic shared memory ran): the library never reads attributes back.

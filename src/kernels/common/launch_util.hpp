@@ -21,12 +21,16 @@ namespace dhp::kernels {
 // Raises a kernel's dynamic shared-memory cap to `bytes` on the current
 // device. Per function and idempotent, but a driver call: done once per
 // instantiation (the static lives in the caller's template) and device.
-// Leaves the thread's last-error record alone (set_function_attribute).
+// Leaves the thread's last-error record alone (set_function_attribute) and
+// clears its own failures from it.
 template <typename Kernel>
 cudaError_t ensure_smem_limit(Kernel* kernel, int bytes, int& configured_device) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // its own failure: the caller's record was replaced already
+    return err;
+  }
   if (configured_device != device) {
     err = set_function_attribute(reinterpret_cast<const void*>(kernel), FunctionAttribute::kMaxDynamicSharedBytes, bytes);
     if (err != cudaSuccess) return err;

@@ -199,10 +199,10 @@ cudaError_t launch_copy_beside(const kernels::ForwardArgs& a, const CopyBesidePl
       !make_bshd_map(m_dst, dst, S, H, a.batch, D, D, S * D, H * S * D, plan.box_rows, false))
     return cudaErrorNotSupported;
   static thread_local int configured_device = -1;
-  if (kernels::ensure_smem_limit(&copy_v_beside, kCopySmem, configured_device) != cudaSuccess) {
-    (void)cudaGetLastError();
+  // ensure_smem_limit clears its own failure from the record (and a driver
+  // failure never enters it), so nothing is cleared here.
+  if (kernels::ensure_smem_limit(&copy_v_beside, kCopySmem, configured_device) != cudaSuccess)
     return cudaErrorNotSupported;  // nothing enqueued: the copy runs before instead
-  }
   // Every item must have a CTA: the beside CTAs are CTAs of this grid.
   if (plan.beside_ctas < 1 || plan.beside_ctas > sms) return cudaErrorNotSupported;
   if (const cudaError_t err = cudaMemsetAsync(counters, 0, 4 * pairs, stream); err != cudaSuccess) return err;
