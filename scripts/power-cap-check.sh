@@ -4,52 +4,30 @@
 # installs the Python package, then on the causal rows that run a kHeavyFirst
 # snake (dhp_schedule_model) compares the lists forced (DHP_SM90_SCHEDULE_TABLE=2)
 # with the shipped choice (=1) three ways:
-#   1. HBM bytes and duration of one call under ncu (dhp_bench);
+#   1. HBM bytes and duration of one call under ncu (dhp_bench; hbm-bytes-ab.py);
 #   2. time per call in a burst and at the cap (sustained-env-ab.py, --preload-s);
 #   3. energy per call against cuDNN (energy-per-call.py).
-# Logs to $OUT (or ./power-cap-out); the tables are printed last.
+# Logs to $OUT (or ./power-cap-out); the tables are printed last. About
+# 6-9 minutes: run it in a call of its own.
 #   OUT=dir scripts/power-cap-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 out="${OUT:-power-cap-out}"; mkdir -p "$out"
 rows="2,32,8192,64 1,32,16384,64 1,16,16384,128 2,8,8192,256 1,8,16384,256"
+[ -x build/hopper/tools/dhp_bench ] || { echo "build/hopper/tools/dhp_bench missing: run scripts/hopper-suites.sh first"; exit 1; }
 python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
-[ -x build/hopper/tools/dhp_bench ] || { echo "build/hopper/tools/dhp_bench missing: run scripts/hopper-suites.sh first"; exit 1; }
-{
-  echo "| row (causal) | setting | HBM read MB | HBM written MB | duration us |"
-  echo "|---|---|---|---|---|"
-  for r in $rows; do
-    for t in 1 2; do
-      DHP_SM90_SCHEDULE_TABLE=$t timeout 120 ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
-        -k regex:attention_forward_sm90 -c 1 --csv build/hopper/tools/dhp_bench --case "$r,1" > "$out/ncu-$r-$t.csv" 2> "$out/ncu-$r-$t.err"
-      python3 - "$out/ncu-$r-$t.csv" "$r" "$t" <<'PY'
-import csv, sys
-vals = {}
-lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
-for row in csv.DictReader(lines):
-    vals[row["Metric Name"]] = (float(row["Metric Value"].replace(",", "")), row["Metric Unit"])
-def get(name, scale):
-    v, unit = vals.get(name, (float("nan"), ""))
-    return v * scale.get(unit, float("nan"))
-mb = {"byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1, "Gbyte": 1e3}
-us = {"nsecond": 1e-3, "usecond": 1, "msecond": 1e3}
-setting = "lists forced" if sys.argv[3] == "2" else "shipped"
-print(f"| {sys.argv[2]} | {setting} | {get('dram__bytes_read.sum', mb):.0f} | {get('dram__bytes_write.sum', mb):.0f} | "
-      f"{get('gpu__time_duration.sum', us):.1f} |")
-PY
-    done
-  done
-} > "$out/ncu.md" 2>&1
 cases=""; for r in $rows; do cases="$cases --case $r,1"; done
+python3 -u scripts/hbm-bytes-ab.py $cases shipped=DHP_SM90_SCHEDULE_TABLE=1 lists=DHP_SM90_SCHEDULE_TABLE=2 \
+  > "$out/ncu.md" 2>&1
 (cd /tmp && python3 "$repo/scripts/sustained-env-ab.py" --rounds 2 $cases \
   shipped=DHP_SM90_SCHEDULE_TABLE=1 lists=DHP_SM90_SCHEDULE_TABLE=2) > "$out/burst.md" 2>&1
 (cd /tmp && python3 "$repo/scripts/sustained-env-ab.py" --rounds 2 --preload-s 2 --iters 200 $cases \
   shipped=DHP_SM90_SCHEDULE_TABLE=1 lists=DHP_SM90_SCHEDULE_TABLE=2) > "$out/sustained.md" 2>&1
 ecases=""; for r in $rows; do ecases="$ecases --case fp16,$r,1"; done
 for t in 1 2; do
-  (cd /tmp && DHP_SM90_SCHEDULE_TABLE=$t timeout 200 python3 "$repo/scripts/energy-per-call.py" --rounds 2 --window 2 $ecases) \
+  (cd /tmp && DHP_SM90_SCHEDULE_TABLE=$t timeout 300 python3 -u "$repo/scripts/energy-per-call.py" --rounds 2 --window 2 $ecases) \
     > "$out/energy-$t.md" 2>&1
 done
 echo "== HBM bytes (ncu, one call)"; cat "$out/ncu.md"

@@ -78,6 +78,7 @@ def main():
             runs[name].append(json.loads(line[0][7:]))
     print("| B,H,S,D,causal | " + " | ".join(f"{n} us" for n in names) + (" | cuDNN us" if a.sdpa else "") +
           " | " + " | ".join(f"{n}/{names[0]}" for n in names[1:]) + " |")
+    print("|---" * (1 + len(names) + (1 if a.sdpa else 0) + len(names) - 1) + "|")
     for c in a.case:
         med = {n: statistics.median(x[f"{c} ours"] for x in runs[n]) for n in names}
         row = f"| {c} | " + " | ".join(f"{med[n]:.1f}" for n in names)

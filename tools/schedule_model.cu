@@ -8,7 +8,7 @@
 // cost), so the "moments" are those of the load model, not of a GPU.
 // Session 53: at the power cap, rows that run kHeavyFirst (many heads'
 // K/V in flight) slowed more than their neighbours; this names such rows.
-//   dhp_schedule_model B H S D [grid]     (causal, S_q = S_k, H_q = H_kv, fp16/bf16)
+//   dhp_schedule_model B H S D [SMs]     (causal, S_q = S_k, H_q = H_kv, fp16/bf16; SMs: 132)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -63,8 +63,11 @@ void working_set(const char* name, const ForwardArgs& a, const std::vector<std::
 }
 
 template <int BM, int BN>
-void model(ForwardArgs a, int grid, int D) {
+void model(ForwardArgs a, int sms, int D) {
   const sm90::PartialCost pc{sm90::kPartialCostOneLive, sm90::kPartialCostTwoLive};
+  // One CTA per SM for causal calls (tile_shape.hpp, persistent_ctas), at
+  // most one per tile (launch.cuh).
+  const int grid = static_cast<int>(std::min<int64_t>(sms, sm90::query_tiles(a, BM)));
   a.tile_order = sm90::choose_tile_order<BM, BN>(a, grid);
   double lists_balance = 0;
   const std::vector<int32_t> lists = sm90::balanced_schedule<BM, BN>(a, grid, &lists_balance, pc);
@@ -92,7 +95,7 @@ void model(ForwardArgs a, int grid, int D) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: dhp_schedule_model B H S D [grid=132]   (causal, S_q = S_k, H_q = H_kv)\n");
+    std::fprintf(stderr, "usage: dhp_schedule_model B H S D [SMs=132]   (causal, S_q = S_k, H_q = H_kv)\n");
     return 2;
   }
   ForwardArgs a{};
@@ -100,26 +103,26 @@ int main(int argc, char** argv) {
   a.heads_q = a.heads_kv = std::atoi(argv[2]);
   a.seqlen_q = a.seqlen_k = std::atoi(argv[3]);
   const int D = std::atoi(argv[4]);
-  const int grid = argc > 5 ? std::atoi(argv[5]) : 132;
+  const int sms = argc > 5 ? std::atoi(argv[5]) : 132;
   a.kv_group = 1;
   a.causal = 1;
   a.causal_diagonal_public = 1;
-  if (a.batch < 1 || a.heads_q < 1 || a.seqlen_q < 1 || grid < 1 || (D != 64 && D != 128 && D != 256)) {
-    std::fprintf(stderr, "B, H, S and grid must be positive, D 64, 128 or 256\n");
+  if (a.batch < 1 || a.heads_q < 1 || a.seqlen_q < 1 || sms < 1 || (D != 64 && D != 128 && D != 256)) {
+    std::fprintf(stderr, "B, H, S and SMs must be positive, D 64, 128 or 256\n");
     return 2;
   }
-  std::printf("B%d H%d S%d D%d causal, grid %d\n", a.batch, a.heads_q, a.seqlen_q, D, grid);
+  std::printf("B%d H%d S%d D%d causal, %d SMs\n", a.batch, a.heads_q, a.seqlen_q, D, sms);
   if (D == 64) {
-    const int rows = sm90::d64_tile_rows(a, false, grid);
-    if (rows == 192) model<192, 128>(a, grid, D);
-    else if (rows == 128) model<128, 128>(a, grid, D);
+    const int rows = sm90::d64_tile_rows(a, false, sms);
+    if (rows == 192) model<192, 128>(a, sms, D);
+    else if (rows == 128) model<128, 128>(a, sms, D);
     else std::printf("%d-row tiles: fewer tiles than CTAs, no schedule to model\n", rows);
   } else if (D == 128) {
-    model<128, 128>(a, grid, D);
+    model<128, 128>(a, sms, D);
   } else if (sm90::d256_one_gemm(a, false)) {
-    model<128, 128>(a, grid, D);
+    model<128, 128>(a, sms, D);
   } else {
-    model<128, 80>(a, grid, D);
+    model<128, 80>(a, sms, D);
   }
   return 0;
 }
