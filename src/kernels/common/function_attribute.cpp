@@ -3,18 +3,14 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "kernels/common/driver_entry.hpp"
+
 namespace dhp::kernels {
 namespace {
 
 PFN_cuFuncSetAttribute_v9000 driver_set_attribute() {
-  static const PFN_cuFuncSetAttribute_v9000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &p, 9000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      p = nullptr;
-    return reinterpret_cast<PFN_cuFuncSetAttribute_v9000>(p);
-  }();
+  static const PFN_cuFuncSetAttribute_v9000 fn =
+      reinterpret_cast<PFN_cuFuncSetAttribute_v9000>(driver_entry_point("cuFuncSetAttribute", 9000));
   return fn;
 }
 
@@ -39,18 +35,7 @@ cudaError_t runtime_error_of(CUresult r) {
 
 cudaError_t set_function_attribute(const void* kernel, FunctionAttribute attribute, int value) {
   const PFN_cuFuncSetAttribute_v9000 set = driver_set_attribute();
-  if (set == nullptr) {
-    // No driver entry point (not expected: cuFuncSetAttribute dates from
-    // CUDA 9.0): the runtime's call, which clears a pending error, rather
-    // than no kernel over 48 KB at all. Its own failure is cleared too.
-    const cudaError_t e = cudaFuncSetAttribute(kernel,
-                                               attribute == FunctionAttribute::kMaxDynamicSharedBytes
-                                                   ? cudaFuncAttributeMaxDynamicSharedMemorySize
-                                                   : cudaFuncAttributePreferredSharedMemoryCarveout,
-                                               value);
-    if (e != cudaSuccess) (void)cudaGetLastError();
-    return e;
-  }
+  if (set == nullptr) return cudaErrorCallRequiresNewerDriver;  // not expected: cuFuncSetAttribute dates from CUDA 9.0
   cudaFunction_t function = nullptr;
   // Also loads the kernel's module when loading is lazy. Keeps the record on
   // success; its own failure is cleared here, so that callers need not.

@@ -1,4 +1,4 @@
-// cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion.
+// cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (common/driver_entry.hpp).
 #include "kernels/sm90/tensor_map.hpp"
 
 #include <cuda_runtime.h>
@@ -7,19 +7,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/common/driver_entry.hpp"
+
 namespace dhp::sm90 {
 namespace {
 
 PFN_cuTensorMapEncodeTiled_v12000 encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) !=
-            cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      p = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(
+      kernels::driver_entry_point("cuTensorMapEncodeTiled", 12000));
   return fn;
 }
 
