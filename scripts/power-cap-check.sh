@@ -9,15 +9,18 @@
 #   3. energy per call against cuDNN (energy-per-call.py).
 # Logs to $OUT (or ./power-cap-out); the tables are printed last. About
 # 6-9 minutes: run it in a call of its own.
-#   OUT=dir scripts/power-cap-check.sh
+#   [PIP=0] OUT=dir scripts/power-cap-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 out="${OUT:-power-cap-out}"; mkdir -p "$out"
 rows="2,32,8192,64 1,32,16384,64 1,16,16384,128 2,8,8192,256 1,8,16384,256"
 [ -x build/hopper/tools/dhp_bench ] || { echo "build/hopper/tools/dhp_bench missing: run scripts/hopper-suites.sh first"; exit 1; }
-python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
-  { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
+# PIP=0: the package is already installed from this tree (an earlier call on the same machine).
+if [ "${PIP:-1}" = 1 ]; then
+  python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
+    { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
+fi
 cases=""; for r in $rows; do cases="$cases --case $r,1"; done
 python3 -u scripts/hbm-bytes-ab.py $cases shipped=DHP_SM90_SCHEDULE_TABLE=1 lists=DHP_SM90_SCHEDULE_TABLE=2 \
   > "$out/ncu.md" 2>&1
