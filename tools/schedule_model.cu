@@ -75,10 +75,12 @@ void model(ForwardArgs a, int sms, int D) {
   const sm90::TileScheduler<BM> snake_sched(a);
   const int64_t key_tiles = (a.seqlen_k + BN - 1) / BN;
   const int32_t kind = sm90::list_kind(a, a.tile_order, snake_sched.total, grid, key_tiles, false, 1, false);
-  const bool takes = sm90::take_lists(kind, lists_balance, snake_balance, 1);
-  std::printf("%d-row tiles, %d-key tiles, %d tiles on %d CTAs; order %s; balance: snake %.4f, lists %.4f -> %s\n",
+  const int64_t snake_kv = sm90::snake_round_kv_bytes(a, grid, a.tile_order, D);
+  const bool takes = sm90::take_lists(kind, lists_balance, snake_balance, 1, snake_kv);
+  std::printf("%d-row tiles, %d-key tiles, %d tiles on %d CTAs; order %s (a round's K/V %.0f MiB); "
+              "balance: snake %.4f, lists %.4f -> %s\n",
               BM, BN, snake_sched.total, grid,
-              a.tile_order == sm90::kHeavyFirst ? "kHeavyFirst" : "kHeadMajorHeavyFirst", snake_balance,
+              a.tile_order == sm90::kHeavyFirst ? "kHeavyFirst" : "kHeadMajorHeavyFirst", snake_kv / 1048576.0, snake_balance,
               lists_balance, takes ? "lists" : kind == sm90::kNoLists ? "snake (no lists considered)" : "snake");
   std::vector<std::vector<int32_t>> snake(grid), listed(grid);
   for (int32_t t = 0; t < snake_sched.total; ++t)
@@ -89,6 +91,14 @@ void model(ForwardArgs a, int sms, int D) {
   for (int c = 0; c < grid; ++c)
     listed[c].assign(lists.begin() + grid + 1 + lists[c], lists.begin() + grid + 1 + lists[c + 1]);
   working_set<BM, BN>("lists", a, listed, sm90::TileScheduler<BM>(in_lists), pc, D);
+  for (int sc : {2, 4, 8}) {  // wider windows: better balance, more K/V in flight
+    double b = 0;
+    const std::vector<int32_t> l = sm90::balanced_schedule<BM, BN>(a, grid, &b, pc, sc);
+    for (int c = 0; c < grid; ++c) listed[c].assign(l.begin() + grid + 1 + l[c], l.begin() + grid + 1 + l[c + 1]);
+    char name[48];  // A/B: DHP_SM90_LIST_WINDOW=sc
+    std::snprintf(name, sizeof name, "lists, windows x%d (balance %.4f)", sc, b);
+    working_set<BM, BN>(name, a, listed, sm90::TileScheduler<BM>(in_lists), pc, D);
+  }
 }
 
 }  // namespace

@@ -236,6 +236,18 @@ TEST(Schedule, ListsWhereMeasured) {
   EXPECT_TRUE(sm90::take_lists(sm90::kCausalLists, 1.01, 1.031, 1));
   EXPECT_TRUE(sm90::take_lists(sm90::kCausalLists, 1.2, 1.0, 2));
   EXPECT_FALSE(sm90::take_lists(sm90::kNoLists, 1.0, 2.0, 2));
+  // A snake whose rounds stream K/V past L2 gives way to lists up to 3 %
+  // worse (modelled); within L2, or past the tolerance, it stays.
+  EXPECT_TRUE(sm90::take_lists(sm90::kCausalLists, 1.0234, 1.0089, 1, int64_t{128} << 20));
+  EXPECT_FALSE(sm90::take_lists(sm90::kCausalLists, 1.0234, 1.0089, 1, int64_t{32} << 20));
+  EXPECT_FALSE(sm90::take_lists(sm90::kCausalLists, 1.0917, 1.0127, 1, int64_t{64} << 20));
+  EXPECT_FALSE(sm90::take_lists(sm90::kPartialLists, 1.1, 1.0, 1, int64_t{128} << 20));
+  // The bytes of a kHeavyFirst round: min(pairs, grid) pairs' K and V;
+  // none counted for the head-major orders.
+  ForwardArgs d64 = shape(2, 32, 8192, true);
+  EXPECT_EQ(sm90::snake_round_kv_bytes(d64, 132, sm90::kHeavyFirst, 64), int64_t{128} << 20);
+  EXPECT_EQ(sm90::snake_round_kv_bytes(d64, 32, sm90::kHeavyFirst, 64), int64_t{64} << 20);
+  EXPECT_EQ(sm90::snake_round_kv_bytes(d64, 132, sm90::kHeadMajorHeavyFirst, 64), 0);
 }
 
 // TileHeights (test_tile_heights.cpp) compares a sequence run alone (B = 1)

@@ -191,7 +191,11 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   static const char* partial_env = std::getenv("DHP_SM90_PARTIAL_COST");
   static const char* causal_partial_env = std::getenv("DHP_SM90_CAUSAL_PARTIAL_COST");
   static const char* partial_max_env = std::getenv("DHP_SM90_PARTIAL_LISTS_MAX_S");
+  // DHP_SM90_LIST_WINDOW=N (1-16): lists dealt in windows N times as wide (A/B).
+  static const char* window_env = std::getenv("DHP_SM90_LIST_WINDOW");
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
+  const int32_t list_window =
+      window_env != nullptr && std::atoi(window_env) >= 1 && std::atoi(window_env) <= 16 ? std::atoi(window_env) : 1;
   const bool partial_off = partial_env != nullptr && std::strcmp(partial_env, "off") == 0;
   const int64_t partial_max_s =
       partial_max_env != nullptr && std::atoll(partial_max_env) > 0 ? std::atoll(partial_max_env) : kPartialListsMaxSq;
@@ -200,19 +204,24 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   const PartialCost partial_cost = list_partial_cost(kind, partial_env, causal_partial_env);
   args.schedule = nullptr;
   if (kind != kNoLists) {  // public
-    const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.batch, shape.causal,
+    // heads_kv and the head dim: take_lists weighs the snake's K/V bytes.
+    const std::vector<int64_t> schedule_key = {a.seqlen_q, a.seqlen_k, a.heads_q, a.heads_kv, Traits::kHeadDim,
+                                               a.batch, shape.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
                                                Traits::kBlockM, Traits::kBlockN, table_mode,
-                                               partial_cost.one_live, partial_cost.two_live};
+                                               partial_cost.one_live, partial_cost.two_live, list_window};
     const int32_t order_now = args.tile_order;
     args.schedule = cached_schedule(
         schedule_key,
         [&] {
           double balanced = 1.0;
-          std::vector<int32_t> lists =
-              balanced_schedule<Traits::kBlockM, Traits::kBlockN>(shape, grid, &balanced, partial_cost);
+          std::vector<int32_t> lists = balanced_schedule<Traits::kBlockM, Traits::kBlockN>(
+              shape, grid, &balanced, partial_cost, list_window);
           const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now, partial_cost);
-          return take_lists(kind, balanced, now, table_mode) ? lists : std::vector<int32_t>{};
+          return take_lists(kind, balanced, now, table_mode,
+                            snake_round_kv_bytes(shape, grid, order_now, Traits::kHeadDim))
+                     ? lists
+                     : std::vector<int32_t>{};
         });
     if (args.schedule != nullptr) args.tile_order = kHeadMajorHeavyFirst;  // the lists' tile numbering
   }

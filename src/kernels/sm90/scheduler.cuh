@@ -244,7 +244,7 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 // in *balance.
 template <int BM, int BN>
 std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance,
-                                       const PartialCost& pc = {}) {
+                                       const PartialCost& pc = {}, int32_t window_scale = 1) {
   kernels::ForwardArgs shape = a;
   shape.tile_order = kHeadMajorHeavyFirst;
   const TileScheduler<BM> sched(shape);
@@ -252,7 +252,7 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
   std::vector<int64_t> weight_of_block(mb);
   for (int32_t m = 0; m < mb; ++m) weight_of_block[m] = block_weight<BM, BN>(a, m, pc);
   auto weight = [&](int32_t t) { return weight_of_block[sched.decode(t).m_block]; };
-  const int32_t heads_per_window = std::max<int32_t>(1, 2 * grid / mb);
+  const int32_t heads_per_window = std::max<int32_t>(1, 2 * grid / mb) * window_scale;
   std::vector<std::vector<int32_t>> lists(grid);
   // (load, cta) min-heap
   std::vector<std::pair<int64_t, int32_t>> heap;
@@ -311,15 +311,38 @@ inline PartialCost list_partial_cost(int32_t kind, const char* partial_knob, con
                            PartialCost{kPartialCostOneLive, kPartialCostTwoLive});
 }
 
+// Host: the K/V bytes that one round of the snake deal in `order` reads:
+// with kHeavyFirst a round takes the heaviest blocks of up to `grid`
+// (batch, kv head) pairs at once, each reading nearly all its keys; the
+// head-major orders keep a round on a few pairs (12-30 MiB modelled,
+// dhp_schedule_model), counted here as 0. 16-bit K and V. Public values only.
+inline int64_t snake_round_kv_bytes(const kernels::ForwardArgs& a, int32_t grid, int32_t order, int head_dim) {
+  if (order != kHeavyFirst) return 0;
+  const int64_t pairs = std::min<int64_t>(static_cast<int64_t>(a.batch) * a.heads_kv, grid);
+  return pairs * a.seqlen_k * head_dim * 2 * 2;
+}
+// The L2 of the H100 and the H200 (50 MB): a round reading more than this
+// streams K/V from memory instead of sharing it in L2.
+constexpr int64_t kL2Bytes = 50'000'000;
+// How much worse (modelled) the causal lists may be and still replace a
+// snake deal that streams K/V past L2: the load model counts no memory
+// traffic. Session 54 (H200), five causal rows whose kHeavyFirst snake read
+// 0.65-2.7 GB per call from HBM against 0.20-0.21 GB with the lists: the lists
+// modelled 0 to +1.45 % worse, measured 2-8 % faster at the power cap.
+constexpr double kStreamingListsTolerance = 0.03;
+
 // Host: whether the lists (modelled busiest / mean load `lists`) replace
-// the snake deal (`snake`): causal lists where the model finds them better
-// by more than 0.5 %; partial-block lists unless it finds them worse by
-// more than 0.5 % (what they gain, K/V read from L2 instead of memory, is
-// not in the model); always with `table_mode` 2 (tests).
-inline bool take_lists(int32_t kind, double lists, double snake, int table_mode) {
+// the snake deal (`snake`, whose rounds read `snake_kv_bytes` of K/V,
+// snake_round_kv_bytes): causal lists where the model finds them better by
+// more than 0.5 %, or not worse by more than kStreamingListsTolerance when
+// the snake streams K/V past L2; partial-block lists unless it finds them
+// worse by more than 0.5 % (what they gain, K/V read from L2 instead of
+// memory, is not in the model); always with `table_mode` 2 (tests).
+inline bool take_lists(int32_t kind, double lists, double snake, int table_mode, int64_t snake_kv_bytes = 0) {
   if (kind == kNoLists) return false;
   if (table_mode == 2) return true;
-  return kind == kPartialLists ? lists <= snake + 0.005 : lists + 0.005 < snake;
+  if (kind == kPartialLists) return lists <= snake + 0.005;
+  return lists + 0.005 < snake || (snake_kv_bytes > kL2Bytes && lists <= snake + kStreamingListsTolerance);
 }
 
 // Host: one more than the highest (batch, kv head) pair that a tile of the
