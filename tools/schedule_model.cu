@@ -3,7 +3,7 @@
 // tile order it picks, the modelled balance (busiest / mean CTA load) of the
 // snake deal and of the balanced lists, which of the two it takes, and for
 // each the K/V bytes that the tiles running at the same moment read -- to
-// set against the L2 (50 MB on the H100 and the H200). Tiles run back to
+// set against the L2 (50 MB on the H100, 60 MiB on the H200). Tiles run back to
 // back on each CTA for their modelled weight (key tiles + 1, partial-block
 // cost), so the "moments" are those of the load model, not of a GPU.
 // Session 53: at the power cap, rows that run kHeavyFirst (many heads'

@@ -159,6 +159,8 @@ __device__ __forceinline__ ScheduledTile scheduled_tile(const kernels::ForwardAr
 // kHeavyFirst (near 1.00x; it streams K/V of many heads at once, about 3 %
 // slower on a balanced shape, H200). One head spanning about a round of G
 // tiles (S = 16k, few heads) is the case that needs it: 1.5-1.8x modelled.
+// Where a kHeavyFirst round reads more K/V than L2 holds, the balanced lists
+// usually replace it (take_lists, snake_round_kv_bytes; session 54).
 // Without causal masking and with 192-row tiles whose last block leaves a
 // whole warpgroup idle (S_q % 192 in 1..128), the partial blocks go last
 // (kPartialLast): under the snake deal with head-major order a CTA takes
@@ -239,9 +241,10 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 // to the CTA with the least load so far (weights: key tiles + 1, as in
 // choose_tile_order; ties to the lower CTA). Longest-first within windows
 // brings the busiest CTA to 1.00-1.03x the mean load where the snake deal
-// leaves 1.03-1.08x (docs/perf-log.md, session 15). Layout: grid + 1 list
-// starts, then the lists (int32). Returns the modelled busiest / mean load
-// in *balance.
+// leaves 1.03-1.08x (docs/perf-log.md, session 15). `window_scale` widens
+// the windows (A/B, DHP_SM90_LIST_WINDOW: x4 measured mixed against x1,
+// session 54). Layout: grid + 1 list starts, then the lists (int32). Returns
+// the modelled busiest / mean load in *balance.
 template <int BM, int BN>
 std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance,
                                        const PartialCost& pc = {}, int32_t window_scale = 1) {
@@ -321,14 +324,17 @@ inline int64_t snake_round_kv_bytes(const kernels::ForwardArgs& a, int32_t grid,
   const int64_t pairs = std::min<int64_t>(static_cast<int64_t>(a.batch) * a.heads_kv, grid);
   return pairs * a.seqlen_k * head_dim * 2 * 2;
 }
-// The L2 of the H100 and the H200 (50 MB): a round reading more than this
-// streams K/V from memory instead of sharing it in L2.
+// The smaller Hopper L2, the H100's 50 MB (the H200 has 60 MiB; the
+// rounds this changes on the FA3 grid read 64-512 MiB): a round reading
+// more than this streams K/V from memory instead of sharing it in L2.
 constexpr int64_t kL2Bytes = 50'000'000;
 // How much worse (modelled) the causal lists may be and still replace a
 // snake deal that streams K/V past L2: the load model counts no memory
-// traffic. Session 54 (H200), five causal rows whose kHeavyFirst snake read
-// 0.65-2.7 GB per call from HBM against 0.20-0.21 GB with the lists: the lists
-// modelled 0 to +1.45 % worse, measured 2-8 % faster at the power cap.
+// traffic. Session 54 (H200), the six FA3-grid causal rows this changes
+// (D64 / D128 / D256 at S8192 and S16k): the kHeavyFirst snake read
+// 0.65-2.7 GB per call from HBM, the lists 0.20-0.21 GB; the lists, modelled
+// 0 to +1.45 % worse, measured 0.5-5.8 % faster in dhp_bench and 1-10 %
+// faster back to back and at the power cap (docs/perf-log.md).
 constexpr double kStreamingListsTolerance = 0.03;
 
 // Host: whether the lists (modelled busiest / mean load `lists`) replace
