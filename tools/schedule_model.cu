@@ -91,6 +91,14 @@ void model(ForwardArgs a, int sms, int D) {
   for (int c = 0; c < grid; ++c)
     listed[c].assign(lists.begin() + grid + 1 + lists[c], lists.begin() + grid + 1 + lists[c + 1]);
   working_set<BM, BN>("lists", a, listed, sm90::TileScheduler<BM>(in_lists), pc, D);
+  {  // the best of three window layouts (DHP_SM90_LIST_LAYOUTS=3)
+    double b = 0;
+    const std::vector<int32_t> l = sm90::balanced_schedule<BM, BN>(a, grid, &b, pc, 1, 3);
+    for (int c = 0; c < grid; ++c) listed[c].assign(l.begin() + grid + 1 + l[c], l.begin() + grid + 1 + l[c + 1]);
+    char name[48];
+    std::snprintf(name, sizeof name, "lists, three layouts (balance %.4f)", b);
+    working_set<BM, BN>(name, a, listed, sm90::TileScheduler<BM>(in_lists), pc, D);
+  }
   for (int sc : {2, 4, 8}) {  // wider windows: better balance, more K/V in flight
     double b = 0;
     const std::vector<int32_t> l = sm90::balanced_schedule<BM, BN>(a, grid, &b, pc, sc);

@@ -192,7 +192,10 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   static const char* causal_partial_env = std::getenv("DHP_SM90_CAUSAL_PARTIAL_COST");
   static const char* partial_max_env = std::getenv("DHP_SM90_PARTIAL_LISTS_MAX_S");
   // DHP_SM90_LIST_WINDOW=N (1-16): lists dealt in windows N times as wide (A/B).
+  // DHP_SM90_LIST_LAYOUTS=3: the best of three window layouts (balanced_schedule; A/B).
   static const char* window_env = std::getenv("DHP_SM90_LIST_WINDOW");
+  static const char* layouts_env = std::getenv("DHP_SM90_LIST_LAYOUTS");
+  const int32_t list_layouts = layouts_env != nullptr && std::atoi(layouts_env) == 3 ? 3 : 1;
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
   const int32_t list_window =
       window_env != nullptr && std::atoi(window_env) >= 1 && std::atoi(window_env) <= 16 ? std::atoi(window_env) : 1;
@@ -209,14 +212,15 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
                                                a.batch, shape.causal,
                                                a.causal_diagonal_public * 1000000000LL + a.causal_offset, grid,
                                                Traits::kBlockM, Traits::kBlockN, table_mode,
-                                               partial_cost.one_live, partial_cost.two_live, list_window};
+                                               partial_cost.one_live, partial_cost.two_live, list_window,
+                                               list_layouts};
     const int32_t order_now = args.tile_order;
     args.schedule = cached_schedule(
         schedule_key,
         [&] {
           double balanced = 1.0;
           std::vector<int32_t> lists = balanced_schedule<Traits::kBlockM, Traits::kBlockN>(
-              shape, grid, &balanced, partial_cost, list_window);
+              shape, grid, &balanced, partial_cost, list_window, list_layouts);
           const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now, partial_cost);
           return take_lists(kind, balanced, now, table_mode,
                             snake_round_kv_bytes(shape, grid, order_now, Traits::kHeadDim))
