@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Whether a launcher setting (an environment variable, e.g. a schedule knob)
+# can become the default: two GPU calls, chained.
+#   SETTING="three=DHP_SM90_LIST_LAYOUTS=3" BENCH_ARGS="--case 32,32,512,64,0 ..." \
+#     OUT=dir scripts/setting-check.sh build
+#       the suites (build, tests) as shipped and with the setting, then
+#       dhp_bench on BENCH_ARGS' rows, shipped against the setting, ROUNDS
+#       rounds (default 5), order rotated (scripts/env-sweep.sh)
+#   SETTING=... OUT=dir scripts/setting-check.sh bench
+#       the package, then the benchmark command RUNS times (default 2) each
+#       way, alternating, and per grid row the median ours / cuDNN each way,
+#       rows where the setting reads lower by more than 1 % listed
+# Logs to $OUT; the tables last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-setting-check-out}"; mkdir -p "$out"
+setting="${SETTING:?SETTING=LABEL=ENV[ ENV...]}"
+label="${setting%%=*}"; envs="${setting#*=}"
+case "${1:-}" in
+  build)
+    OUT="$out/s" scripts/hopper-suites.sh "$setting" || exit 1
+    BENCH_ARGS="${BENCH_ARGS:---quick}" ROUNDS="${ROUNDS:-5}" OUT="$out/sweep" scripts/env-sweep.sh shipped="" "$setting"
+    ;;
+  bench)
+    python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
+      { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
+    for r in $(seq 1 "${RUNS:-2}"); do
+      for way in shipped "$label"; do
+        mkdir -p "$out/$way-$r"
+        if [ "$way" = shipped ]; then run=(); else run=(env $envs); fi
+        (cd /tmp && "${run[@]}" python3 -m dhp_attention.bench --out-dir "$out/$way-$r" > "$out/$way-$r/bench.log" 2>&1) ||
+          echo "$way, run $r: the benchmark failed"
+      done
+    done
+    for r in $(seq 1 "${RUNS:-2}"); do
+      for way in shipped "$label"; do
+        echo "== $way, run $r"; python3 scripts/bench-summary.py "$out/$way-$r/bench.json" 2>&1 | head -4
+      done
+    done
+    python3 - "$out" "${RUNS:-2}" "$label" <<'PY'
+import json, statistics, sys
+out, runs, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def ratios(way):
+    per = {}
+    for r in range(1, runs + 1):
+        for row in json.load(open(f"{out}/{way}-{r}/bench.json"))["rows"]:
+            if row["group"] == "grid":
+                key = (row["dtype"], row["D"], row["causal"], row["S"])
+                per.setdefault(key, []).append(row["tflops"]["dhp"] / row["tflops"]["cuDNN"])
+    return {k: statistics.median(v) for k, v in per.items()}
+a, b = ratios("shipped"), ratios(label)
+print(f"median over rows, ours / cuDNN: shipped {statistics.median(a.values()):.3f}, {label} {statistics.median(b.values()):.3f}")
+print(f"| row | shipped | {label} | {label} / shipped |")
+print("|---|---|---|---|")
+for k in sorted(a):
+    if k in b and b[k] / a[k] < 0.99 or k in b and b[k] / a[k] > 1.01:
+        print(f"| {k[0]} D{k[1]} {'causal' if k[2] else 'none'} S{k[3]} | {a[k]:.3f} | {b[k]:.3f} | {b[k] / a[k]:.3f} |")
+PY
+    ;;
+  *) echo "usage: SETTING=LABEL=ENV... OUT=dir $0 build|bench"; exit 2 ;;
+esac
