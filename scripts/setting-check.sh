@@ -49,6 +49,13 @@ def ratios(way):
                 per.setdefault(key, []).append(row["tflops"]["dhp"] / row["tflops"]["cuDNN"])
     return {k: statistics.median(v) for k, v in per.items()}
 a, b = ratios("shipped"), ratios(label)
+if runs >= 2:  # the spread of the shipped runs among themselves: what a row's change is judged against
+    per_run = []
+    for r in (1, 2):
+        rows = json.load(open(f"{out}/shipped-{r}/bench.json"))["rows"]
+        per_run.append({(x["dtype"], x["D"], x["causal"], x["S"]): x["tflops"]["dhp"] for x in rows if x["group"] == "grid"})
+    spread = sorted(abs(per_run[1][k] / per_run[0][k] - 1) for k in per_run[0] if k in per_run[1])
+    print(f"shipped run 2 / run 1, ours: median |change| {100 * statistics.median(spread):.1f} %, largest {100 * spread[-1]:.1f} %")
 print(f"median over rows, ours / cuDNN: shipped {statistics.median(a.values()):.3f}, {label} {statistics.median(b.values()):.3f}")
 print(f"| row | shipped | {label} | {label} / shipped |")
 print("|---|---|---|---|")
