@@ -17,7 +17,7 @@ out="${OUT:-power-cap-out}"; mkdir -p "$out"
 rows="2,32,8192,64 1,32,16384,64 1,16,16384,128 2,8,8192,256 1,8,16384,256"
 [ -x build/hopper/tools/dhp_bench ] || { echo "build/hopper/tools/dhp_bench missing: run scripts/hopper-suites.sh first"; exit 1; }
 # PIP=0: the package is already installed from this tree (an earlier call on the same machine).
-if [ "${PIP:-1}" = 1 ]; then
+if [ "${PIP:-1}" != 0 ]; then
   python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
     { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
 fi

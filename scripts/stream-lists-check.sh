@@ -8,11 +8,12 @@
 #   OUT=dir scripts/stream-lists-check.sh python  # the package, then the same rows
 #       through Python, snake against shipped, in a burst and at the cap, with
 #       cuDNN beside them; then the benchmark command (issue 6's figures)
-# The rows: the FA3 grid's causal rows that the rule changes (fp16; dhp_schedule_model).
+# The rows: the five FA3-grid causal rows (fp16) that the rule changes, and D128 S8192, which
+# took the lists before (dhp_schedule_model).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
-out="${OUT:-stream-lists-out}"; mkdir -p "$out"
+out="${OUT:-stream-lists-out}"; mkdir -p "$out"; out=$(cd "$out" && pwd)  # absolute: the runs below cd to /tmp
 rows="2,32,8192,64 1,32,16384,64 2,16,8192,128 1,16,16384,128 2,8,8192,256 1,8,16384,256"
 cases=""; for r in $rows; do cases="$cases --case $r,1"; done
 case "${1:-}" in

@@ -75,7 +75,7 @@ void model(ForwardArgs a, int sms, int D) {
   const sm90::TileScheduler<BM> snake_sched(a);
   const int64_t key_tiles = (a.seqlen_k + BN - 1) / BN;
   const int32_t kind = sm90::list_kind(a, a.tile_order, snake_sched.total, grid, key_tiles, false, 1, false);
-  const int64_t snake_kv = sm90::snake_round_kv_bytes(a, grid, a.tile_order, D);
+  const int64_t snake_kv = sm90::snake_round_kv_bytes<BM>(a, grid, a.tile_order, D);
   const bool takes = sm90::take_lists(kind, lists_balance, snake_balance, 1, snake_kv);
   std::printf("%d-row tiles, %d-key tiles, %d tiles on %d CTAs; order %s (a round's K/V %.0f MiB); "
               "balance: snake %.4f, lists %.4f -> %s\n",

@@ -223,7 +223,7 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
               shape, grid, &balanced, partial_cost, list_window, list_layouts);
           const double now = snake_balance<Traits::kBlockM, Traits::kBlockN>(shape, grid, order_now, partial_cost);
           return take_lists(kind, balanced, now, table_mode,
-                            snake_round_kv_bytes(shape, grid, order_now, Traits::kHeadDim))
+                            snake_round_kv_bytes<Traits::kBlockM>(shape, grid, order_now, Traits::kHeadDim))
                      ? lists
                      : std::vector<int32_t>{};
         });

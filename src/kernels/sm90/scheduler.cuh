@@ -244,12 +244,13 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 // leaves 1.03-1.08x (docs/perf-log.md, session 15). `window_scale` widens
 // the windows (A/B, DHP_SM90_LIST_WINDOW: x4 measured mixed against x1,
 // session 54). Layout: grid + 1 list starts, then the lists (int32). Returns
-// the modelled busiest / mean load in *balance.
+// the modelled busiest / mean load in *balance (and in *layout_taken which
+// layout: 0 plain, 1 short window first, 2 merged).
 //
 // Where the heads do not fill the last window, that short window is dealt
 // last and has too few light tiles to even the loads out (D64 causal B1 H32
 // S8192: 1.092 modelled, against the snake's 1.013). With `window_layouts`
-// 3 (A/B, DHP_SM90_LIST_LAYOUTS=3; not yet measured on a GPU) two more
+// 3 (A/B, DHP_SM90_LIST_LAYOUTS=3; timed on seven rows, session 54) two more
 // layouts are modelled and the best taken, ties to the earlier: the short
 // window first, and the short window merged into the one before (1.010
 // there). Over a sweep of 2 220 shapes the better of the three is ahead of
@@ -257,7 +258,7 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 template <int BM, int BN>
 std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance,
                                        const PartialCost& pc = {}, int32_t window_scale = 1,
-                                       int32_t window_layouts = 1) {
+                                       int32_t window_layouts = 1, int32_t* layout_taken = nullptr) {
   kernels::ForwardArgs shape = a;
   shape.tile_order = kHeadMajorHeavyFirst;
   const TileScheduler<BM> sched(shape);
@@ -265,7 +266,8 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
   std::vector<int64_t> weight_of_block(mb);
   for (int32_t m = 0; m < mb; ++m) weight_of_block[m] = block_weight<BM, BN>(a, m, pc);
   auto weight = [&](int32_t t) { return weight_of_block[sched.decode(t).m_block]; };
-  const int32_t heads_per_window = std::min<int32_t>(pairs, std::max<int32_t>(1, 2 * grid / mb) * window_scale);
+  const int32_t heads_per_window =
+      std::min<int32_t>(pairs, std::max<int32_t>(1, 2 * grid / mb) * std::max<int32_t>(1, window_scale));
   auto later = [](const std::pair<int64_t, int32_t>& x, const std::pair<int64_t, int32_t>& y) { return x > y; };
   // Deals the tiles in windows of `widths` heads, in that order; returns
   // the lists and the busiest CTA's load.
@@ -297,13 +299,16 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
   for (int32_t h = 0; h < pairs; h += heads_per_window) widths.push_back(std::min(heads_per_window, pairs - h));
   std::vector<std::vector<int32_t>> lists, other;
   int64_t busiest = deal(widths, lists);
+  int32_t taken = 0;  // 0 plain, 1 short window first, 2 merged
   if (window_layouts == 3 && widths.size() > 1 && widths.back() < heads_per_window) {
     std::vector<int32_t> short_first(widths.rbegin(), widths.rend());
     std::vector<int32_t> merged(widths.begin(), widths.end() - 1);
     merged.back() += widths.back();
-    for (const auto* layout : {&short_first, &merged})
-      if (const int64_t b = deal(*layout, other); b < busiest) busiest = b, lists.swap(other);
+    for (int32_t k = 1; k <= 2; ++k)
+      if (const int64_t b = deal(k == 1 ? short_first : merged, other); b < busiest)
+        busiest = b, lists.swap(other), taken = k;
   }
+  if (layout_taken != nullptr) *layout_taken = taken;
   std::vector<int32_t> out;
   out.reserve(grid + 1 + total);
   int32_t start = 0;
@@ -343,27 +348,18 @@ inline PartialCost list_partial_cost(int32_t kind, const char* partial_knob, con
                            PartialCost{kPartialCostOneLive, kPartialCostTwoLive});
 }
 
-// Host: the K/V bytes that one round of the snake deal in `order` reads:
-// with kHeavyFirst a round takes the heaviest blocks of up to `grid`
-// (batch, kv head) pairs at once, each reading nearly all its keys; the
-// head-major orders keep a round on a few pairs (12-30 MiB modelled,
-// dhp_schedule_model), counted here as 0. 16-bit K and V. Public values only.
-inline int64_t snake_round_kv_bytes(const kernels::ForwardArgs& a, int32_t grid, int32_t order, int head_dim) {
-  if (order != kHeavyFirst) return 0;
-  const int64_t pairs = std::min<int64_t>(static_cast<int64_t>(a.batch) * a.heads_kv, grid);
-  return pairs * a.seqlen_k * head_dim * 2 * 2;
-}
-// The smaller Hopper L2, the H100's 50 MB (the H200 has 60 MiB; the
-// rounds this changes on the FA3 grid read 64-512 MiB): a round reading
-// more than this streams K/V from memory instead of sharing it in L2.
-constexpr int64_t kL2Bytes = 50'000'000;
+// The smaller Hopper L2, the H100's 50 MiB (the H200 has 60 MiB; the
+// FA3-grid rounds this changes read 128 MiB): a round reading more than
+// this streams K/V from memory instead of sharing it in L2.
+constexpr int64_t kL2Bytes = int64_t{50} << 20;
 // How much worse (modelled) the causal lists may be and still replace a
 // snake deal that streams K/V past L2: the load model counts no memory
-// traffic. Session 54 (H200), the six FA3-grid causal rows this changes
-// (D64 / D128 / D256 at S8192 and S16k): the kHeavyFirst snake read
-// 0.65-2.7 GB per call from HBM, the lists 0.20-0.21 GB; the lists, modelled
-// 0 to +1.45 % worse, measured 0.5-5.8 % faster in dhp_bench and 1-10 %
-// faster back to back and at the power cap (docs/perf-log.md).
+// traffic. Session 54 (H200), the five FA3-grid causal rows per dtype this
+// changes (D64 / D256 at S8192 and S16k, D128 at S16k): the kHeavyFirst
+// snake read 0.65-2.7 GB per call from HBM, the lists 0.20-0.21 GB; the
+// lists, modelled 0 to +1.45 % worse, measured 0.5-5.8 % faster in
+// dhp_bench and 1-10 % faster back to back and at the power cap
+// (docs/perf-log.md).
 constexpr double kStreamingListsTolerance = 0.03;
 
 // Host: whether the lists (modelled busiest / mean load `lists`) replace
@@ -394,6 +390,22 @@ int64_t first_round_pairs(const kernels::ForwardArgs& a, int64_t grid) {
     pairs = std::max<int64_t>(pairs, static_cast<int64_t>(x.batch) * a.heads_kv + x.head / a.kv_group + 1);
   }
   return pairs;
+}
+
+// Host: the K/V bytes that one round of the snake deal in `order` reads:
+// with kHeavyFirst a round takes the heaviest block of up to `grid` query
+// heads at once, each reading nearly all its keys, so the (batch, kv head)
+// pairs of the first round (first_round_pairs; with grouped-query heads
+// fewer than the query heads) times a pair's K and V. The head-major orders
+// keep a round on a few pairs (12-30 MiB modelled, dhp_schedule_model),
+// counted here as 0. 16-bit K and V. Public values only.
+template <int BM>
+int64_t snake_round_kv_bytes(const kernels::ForwardArgs& a, int32_t grid, int32_t order, int head_dim) {
+  if (order != kHeavyFirst) return 0;
+  kernels::ForwardArgs in_order = a;
+  in_order.tile_order = order;
+  in_order.schedule = nullptr;
+  return first_round_pairs<BM>(in_order, grid) * a.seqlen_k * head_dim * 2 * 2;
 }
 
 // Host: the snake deal's modelled busiest / mean load for `order`.
