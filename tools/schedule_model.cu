@@ -8,7 +8,8 @@
 // cost), so the "moments" are those of the load model, not of a GPU.
 // Session 53: at the power cap, rows that run kHeavyFirst (many heads'
 // K/V in flight) slowed more than their neighbours; this names such rows.
-//   dhp_schedule_model B H S D [SMs]     (causal, S_q = S_k, H_q = H_kv, fp16/bf16; SMs: 132)
+//   dhp_schedule_model B H S D [SMs [H_kv]]   (causal, S_q = S_k, fp16/bf16; SMs: 132; H_kv: H,
+//   a divisor of H for grouped-query heads, which only the K/V bytes see)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +26,7 @@ namespace sm90 = dhp::sm90;
 
 struct Run {
   int64_t start, end;
-  int32_t pair, key_tiles;  // (batch, head) and the tile's key range [0, key_tiles)
+  int32_t pair, key_tiles;  // (batch, kv head) and the tile's key range [0, key_tiles)
 };
 
 // Median and largest K/V bytes of the pairs that running tiles read, at 400
@@ -41,7 +42,7 @@ void working_set(const char* name, const ForwardArgs& a, const std::vector<std::
     for (int32_t id : tiles) {
       const sm90::Tile x = sched.decode(id);
       const int64_t w = sm90::block_weight<BM, BN>(a, x.m_block, pc);
-      runs.push_back({t, t + w, x.batch * a.heads_q + x.head,
+      runs.push_back({t, t + w, x.batch * a.heads_kv + x.head / a.kv_group,
                       dhp::sm80::KeyTileRange<BM, BN>(a, x.m_block * BM).n_end});
       t += w;
     }
@@ -113,7 +114,7 @@ void model(ForwardArgs a, int sms, int D) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: dhp_schedule_model B H S D [SMs=132]   (causal, S_q = S_k, H_q = H_kv)\n");
+    std::fprintf(stderr, "usage: dhp_schedule_model B H S D [SMs=132 [H_kv=H]]   (causal, S_q = S_k)\n");
     return 2;
   }
   ForwardArgs a{};
@@ -122,14 +123,19 @@ int main(int argc, char** argv) {
   a.seqlen_q = a.seqlen_k = std::atoi(argv[3]);
   const int D = std::atoi(argv[4]);
   const int sms = argc > 5 ? std::atoi(argv[5]) : 132;
-  a.kv_group = 1;
+  if (argc > 6) a.heads_kv = std::atoi(argv[6]);
+  if (a.heads_kv < 1 || a.heads_q % a.heads_kv != 0) {
+    std::fprintf(stderr, "H_kv must divide H\n");
+    return 2;
+  }
+  a.kv_group = a.heads_q / a.heads_kv;
   a.causal = 1;
   a.causal_diagonal_public = 1;
   if (a.batch < 1 || a.heads_q < 1 || a.seqlen_q < 1 || sms < 1 || (D != 64 && D != 128 && D != 256)) {
     std::fprintf(stderr, "B, H, S and SMs must be positive, D 64, 128 or 256\n");
     return 2;
   }
-  std::printf("B%d H%d S%d D%d causal, %d SMs\n", a.batch, a.heads_q, a.seqlen_q, D, sms);
+  std::printf("B%d H%d/%d S%d D%d causal, %d SMs\n", a.batch, a.heads_q, a.heads_kv, a.seqlen_q, D, sms);
   if (D == 64) {
     const int rows = sm90::d64_tile_rows(a, false, sms);
     if (rows == 192) model<192, 128>(a, sms, D);
