@@ -89,24 +89,23 @@ void model(ForwardArgs a, int sms, int D) {
   working_set<BM, BN>("snake", a, snake, snake_sched, pc, D);
   ForwardArgs in_lists = a;  // the lists number tiles in kHeadMajorHeavyFirst
   in_lists.tile_order = sm90::kHeadMajorHeavyFirst;
-  for (int c = 0; c < grid; ++c)
-    listed[c].assign(lists.begin() + grid + 1 + lists[c], lists.begin() + grid + 1 + lists[c + 1]);
-  working_set<BM, BN>("lists", a, listed, sm90::TileScheduler<BM>(in_lists), pc, D);
-  {  // the best of three window layouts (DHP_SM90_LIST_LAYOUTS=3)
-    double b = 0;
-    const std::vector<int32_t> l = sm90::balanced_schedule<BM, BN>(a, grid, &b, pc, 1, 3);
+  const sm90::TileScheduler<BM> list_sched(in_lists);
+  // One CTA's tiles per list, from the launcher's layout (starts, then tiles).
+  auto show = [&](const char* name, const std::vector<int32_t>& l) {
     for (int c = 0; c < grid; ++c) listed[c].assign(l.begin() + grid + 1 + l[c], l.begin() + grid + 1 + l[c + 1]);
-    char name[48];
-    std::snprintf(name, sizeof name, "lists, three layouts (balance %.4f)", b);
-    working_set<BM, BN>(name, a, listed, sm90::TileScheduler<BM>(in_lists), pc, D);
-  }
-  for (int sc : {2, 4, 8}) {  // wider windows: better balance, more K/V in flight
-    double b = 0;
-    const std::vector<int32_t> l = sm90::balanced_schedule<BM, BN>(a, grid, &b, pc, sc);
-    for (int c = 0; c < grid; ++c) listed[c].assign(l.begin() + grid + 1 + l[c], l.begin() + grid + 1 + l[c + 1]);
-    char name[48];  // A/B: DHP_SM90_LIST_WINDOW=sc
+    working_set<BM, BN>(name, a, listed, list_sched, pc, D);
+  };
+  show("lists", lists);
+  char name[48];
+  double b = 0;
+  // The best of three window layouts (DHP_SM90_LIST_LAYOUTS=3).
+  const std::vector<int32_t> three = sm90::balanced_schedule<BM, BN>(a, grid, &b, pc, 1, 3);
+  std::snprintf(name, sizeof name, "lists, three layouts (balance %.4f)", b);
+  show(name, three);
+  for (int sc : {2, 4, 8}) {  // wider windows (DHP_SM90_LIST_WINDOW): better balance, more K/V in flight
+    const std::vector<int32_t> wide = sm90::balanced_schedule<BM, BN>(a, grid, &b, pc, sc);
     std::snprintf(name, sizeof name, "lists, windows x%d (balance %.4f)", sc, b);
-    working_set<BM, BN>(name, a, listed, sm90::TileScheduler<BM>(in_lists), pc, D);
+    show(name, wide);
   }
 }
 

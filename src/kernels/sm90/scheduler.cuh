@@ -315,8 +315,8 @@ std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t gr
   for (int32_t c = 0; c < grid; ++c) out.push_back(start), start += static_cast<int32_t>(lists[c].size());
   out.push_back(start);
   for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
-  int64_t sum = 0;
-  for (int32_t t = 0; t < total; ++t) sum += weight(t);
+  int64_t sum = 0;  // every (batch, head) has each block once
+  for (int64_t w : weight_of_block) sum += w * pairs;
   if (balance != nullptr) *balance = sum > 0 ? static_cast<double>(busiest) * grid / static_cast<double>(sum) : 1.0;
   return out;
 }
