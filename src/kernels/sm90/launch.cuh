@@ -192,10 +192,11 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   static const char* causal_partial_env = std::getenv("DHP_SM90_CAUSAL_PARTIAL_COST");
   static const char* partial_max_env = std::getenv("DHP_SM90_PARTIAL_LISTS_MAX_S");
   // DHP_SM90_LIST_WINDOW=N (1-16): lists dealt in windows N times as wide (A/B).
-  // DHP_SM90_LIST_LAYOUTS=3: the best of three window layouts (balanced_schedule; A/B).
+  // DHP_SM90_LIST_LAYOUTS=1: the plain window layout only, not the best of
+  // three (balanced_schedule, kListLayouts; A/B).
   static const char* window_env = std::getenv("DHP_SM90_LIST_WINDOW");
   static const char* layouts_env = std::getenv("DHP_SM90_LIST_LAYOUTS");
-  const int32_t list_layouts = layouts_env != nullptr && std::atoi(layouts_env) == 3 ? 3 : 1;
+  const int32_t list_layouts = layouts_env != nullptr && std::atoi(layouts_env) == 1 ? 1 : kListLayouts;
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
   const int32_t list_window =
       window_env != nullptr && std::atoi(window_env) >= 1 && std::atoi(window_env) <= 16 ? std::atoi(window_env) : 1;

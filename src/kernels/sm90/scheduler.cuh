@@ -250,15 +250,19 @@ int32_t choose_tile_order(const kernels::ForwardArgs& a, int32_t grid) {
 // Where the heads do not fill the last window, that short window is dealt
 // last and has too few light tiles to even the loads out (D64 causal B1 H32
 // S8192: 1.092 modelled, against the snake's 1.013). With `window_layouts`
-// 3 (A/B, DHP_SM90_LIST_LAYOUTS=3; timed on seven rows, session 54) two more
+// 3 (timed on seven rows in session 54, the default since session 55) two more
 // layouts are modelled and the best taken, ties to the earlier: the short
 // window first, and the short window merged into the one before (1.010
 // there). Over a sweep of 2 220 shapes the better of the three is ahead of
-// the plain layout by more than 1 % on 441 (perf-log, session 54).
+// the plain layout by more than 1 % on 441 (perf-log, session 54). The
+// launcher models all three (kListLayouts; DHP_SM90_LIST_LAYOUTS=1 keeps
+// the plain one, A/B): measured in session 55 with the suites and the
+// benchmark command each way, +1.7 to +3.2 % on six grid rows, no row down.
+inline constexpr int32_t kListLayouts = 3;
 template <int BM, int BN>
 std::vector<int32_t> balanced_schedule(const kernels::ForwardArgs& a, int32_t grid, double* balance,
                                        const PartialCost& pc = {}, int32_t window_scale = 1,
-                                       int32_t window_layouts = 1, int32_t* layout_taken = nullptr) {
+                                       int32_t window_layouts = kListLayouts, int32_t* layout_taken = nullptr) {
   kernels::ForwardArgs shape = a;
   shape.tile_order = kHeadMajorHeavyFirst;
   const TileScheduler<BM> sched(shape);
