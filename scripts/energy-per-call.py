@@ -86,8 +86,9 @@ def main():
     idle_w = (meter.joules() - e0) / (time.time() - t0)
     print(f"idle power {idle_w:.0f} W")
     print("| case | ours us | cuDNN us | ours mJ/call | cuDNN mJ/call | cuDNN mJ / ours mJ | same, above idle | "
-          "ours W | cuDNN W |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "ours W | cuDNN W | ours TFLOP/J | cuDNN TFLOP/J |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = []
     for spec in a.case or CASES:
         fns = contestants(spec)
         got = {n: [] for n in fns}  # (s per call, J per call, J above idle per call, W)
@@ -98,8 +99,15 @@ def main():
                 got[n].append((secs / calls, joules / calls, (joules - idle_w * host_secs) / calls, joules / host_secs))
         m = {n: [statistics.median(x[i] for x in got[n]) for i in range(4)] for n in fns}
         o, c = m["ours"], m["cudnn"]
+        _, B, H, S, D, causal = spec.split(",")
+        flop = 4 * int(B) * int(H) * int(S) ** 2 * int(D) / (2 if causal == "1" else 1)  # the benchmark's count
+        ratios.append(c[1] / o[1])
         print(f"| {spec} | {o[0] * 1e6:.1f} | {c[0] * 1e6:.1f} | {o[1] * 1e3:.1f} | {c[1] * 1e3:.1f} | "
-              f"{c[1] / o[1]:.3f} | {c[2] / o[2]:.3f} | {o[3]:.0f} | {c[3]:.0f} |", flush=True)
+              f"{c[1] / o[1]:.3f} | {c[2] / o[2]:.3f} | {o[3]:.0f} | {c[3]:.0f} | "
+              f"{flop / o[1] / 1e12:.2f} | {flop / c[1] / 1e12:.2f} |", flush=True)
+    if len(ratios) > 1:
+        print(f"cuDNN mJ / ours mJ over {len(ratios)} cases: median {statistics.median(ratios):.3f}, "
+              f"min {min(ratios):.3f}, max {max(ratios):.3f}")
 
 
 if __name__ == "__main__":
