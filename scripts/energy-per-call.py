@@ -10,7 +10,9 @@ counter read before and after. The counter's update period and the power
 sensor's sampling are not documented (on A100 / H100 the sensor is reported to
 sample part of the time only), hence windows of several seconds and the
 median over rounds. Also reports the idle power read the same way, so that
-the energy above idle can be compared too.
+the energy above idle can be compared too, TFLOP per joule for each (the
+benchmark's FLOP count, causal halved), and with several cases the median of
+cuDNN's energy over ours.
   python3 scripts/energy-per-call.py [--window 3] [--rounds 3] [--case dtype,B,H,S,D,causal ...]"""
 import argparse
 import ctypes
@@ -100,7 +102,7 @@ def main():
         m = {n: [statistics.median(x[i] for x in got[n]) for i in range(4)] for n in fns}
         o, c = m["ours"], m["cudnn"]
         _, B, H, S, D, causal = spec.split(",")
-        flop = 4 * int(B) * int(H) * int(S) ** 2 * int(D) / (2 if causal == "1" else 1)  # the benchmark's count
+        flop = 4 * int(B) * int(H) * int(S) ** 2 * int(D) / (2 if int(causal) != 0 else 1)  # the benchmark's count
         ratios.append(c[1] / o[1])
         print(f"| {spec} | {o[0] * 1e6:.1f} | {c[0] * 1e6:.1f} | {o[1] * 1e3:.1f} | {c[1] * 1e3:.1f} | "
               f"{c[1] / o[1]:.3f} | {c[2] / o[2]:.3f} | {o[3]:.0f} | {c[3]:.0f} | "

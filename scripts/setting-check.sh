@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whether a launcher setting (an environment variable, e.g. a schedule knob)
 # can become the default: two GPU calls, chained.
-#   SETTING="three=DHP_SM90_LIST_LAYOUTS=3" BENCH_ARGS="--case 32,32,512,64,0 ..." \
+#   SETTING="plain=DHP_SM90_LIST_LAYOUTS=1" BENCH_ARGS="--case 32,32,512,64,0 ..." \
 #     OUT=dir scripts/setting-check.sh build
 #       the suites (build, tests) as shipped and with the setting, then
 #       dhp_bench on BENCH_ARGS' rows, shipped against the setting, ROUNDS

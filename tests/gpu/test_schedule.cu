@@ -98,7 +98,7 @@ TEST(Schedule, PartialLastBalancesTheSnakeDeal) {
 // CTA's list, the list starts consistent, and the modelled busiest CTA no
 // worse than the snake deal's -- better on the grid rows it is for.
 template <int BM, int BN>
-double expect_valid_balanced(const ForwardArgs& a, int32_t grid, int32_t layouts = 1,
+double expect_valid_balanced(const ForwardArgs& a, int32_t grid, int32_t layouts = sm90::kListLayouts,
                              const sm90::PartialCost& pc = {}) {
   double balanced = 0;
   const std::vector<int32_t> s = sm90::balanced_schedule<BM, BN>(a, grid, &balanced, pc, 1, layouts);
@@ -134,7 +134,8 @@ TEST(Schedule, BalancedListsCoverEveryTileOnceAndBalance) {
   EXPECT_LT((expect_valid_balanced<128, 128>(s4096, 132)), 1.01);
 }
 
-// The three window layouts (balanced_schedule, DHP_SM90_LIST_LAYOUTS=3),
+// The three window layouts (balanced_schedule's default, kListLayouts;
+// DHP_SM90_LIST_LAYOUTS=1 keeps the plain one),
 // each on a shape where it is the one taken: every tile once, and the
 // balance mended where the heads leave a short last window. The short
 // window first is taken on B2 H9 S4096 (32 blocks, 8 heads per window: 18
