@@ -9,10 +9,21 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import dhp_attention
 
 
+def parse(spec: str):
+    """(dtype name, B, H, S, D, causal) of a case."""
+    dt, B, H, S, D, causal = spec.split(",")
+    return dt, int(B), int(H), int(S), int(D), bool(int(causal))
+
+
+def flops(spec: str) -> float:
+    """The benchmark command's count: 4 B H S^2 D, halved for causal."""
+    _, B, H, S, D, causal = parse(spec)
+    return 4.0 * B * H * S ** 2 * D / (2 if causal else 1)
+
+
 def contestants(spec: str) -> dict:
     """{"ours": fn, "cudnn": fn}, each one forward call on the case's inputs."""
-    dt, B, H, S, D, causal = spec.split(",")
-    B, H, S, D, causal = int(B), int(H), int(S), int(D), bool(int(causal))
+    dt, B, H, S, D, causal = parse(spec)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
     q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
 

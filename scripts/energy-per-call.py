@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from contestants import contestants
+from contestants import contestants, flops
 
 CASES = ["fp16,2,32,8192,64,1", "fp16,4,32,4096,64,1", "fp16,4,16,4096,128,0", "fp16,4,16,4096,128,1",
          "fp16,4,8,4096,256,0", "fp16,4,8,4096,256,1"]
@@ -101,8 +101,7 @@ def main():
                 got[n].append((secs / calls, joules / calls, (joules - idle_w * host_secs) / calls, joules / host_secs))
         m = {n: [statistics.median(x[i] for x in got[n]) for i in range(4)] for n in fns}
         o, c = m["ours"], m["cudnn"]
-        _, B, H, S, D, causal = spec.split(",")
-        flop = 4 * int(B) * int(H) * int(S) ** 2 * int(D) / (2 if int(causal) != 0 else 1)  # the benchmark's count
+        flop = flops(spec)
         ratios.append(c[1] / o[1])
         print(f"| {spec} | {o[0] * 1e6:.1f} | {c[0] * 1e6:.1f} | {o[1] * 1e3:.1f} | {c[1] * 1e3:.1f} | "
               f"{c[1] / o[1]:.3f} | {c[2] / o[2]:.3f} | {o[3]:.0f} | {c[3]:.0f} | "

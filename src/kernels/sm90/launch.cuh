@@ -196,10 +196,12 @@ cudaError_t launch_attention(const kernels::ForwardArgs& a, void* v_copy, cudaSt
   // three (balanced_schedule, kListLayouts; A/B).
   static const char* window_env = std::getenv("DHP_SM90_LIST_WINDOW");
   static const char* layouts_env = std::getenv("DHP_SM90_LIST_LAYOUTS");
-  const int32_t list_layouts = layouts_env != nullptr && std::atoi(layouts_env) == 1 ? 1 : kListLayouts;
+  static const int32_t list_layouts = layouts_env != nullptr && std::atoi(layouts_env) == 1 ? 1 : kListLayouts;
   const int table_mode = table_env != nullptr ? std::atoi(table_env) : 1;
-  const int32_t list_window =
-      window_env != nullptr && std::atoi(window_env) >= 1 && std::atoi(window_env) <= 16 ? std::atoi(window_env) : 1;
+  static const int32_t list_window = [] {  // parsed once, as read
+    const int n = window_env != nullptr ? std::atoi(window_env) : 1;
+    return n >= 1 && n <= 16 ? n : 1;
+  }();
   const bool partial_off = partial_env != nullptr && std::strcmp(partial_env, "off") == 0;
   const int64_t partial_max_s =
       partial_max_env != nullptr && std::atoll(partial_max_env) > 0 ? std::atoll(partial_max_env) : kPartialListsMaxSq;
