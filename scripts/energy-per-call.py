@@ -12,69 +12,29 @@ sample part of the time only), hence windows of several seconds and the
 median over rounds. Also reports the idle power read the same way, so that
 the energy above idle can be compared too, TFLOP per joule for each (the
 benchmark's FLOP count, causal halved), and with several cases the median of
-cuDNN's energy over ours.
-  python3 scripts/energy-per-call.py [--window 3] [--rounds 3] [--case dtype,B,H,S,D,causal ...]"""
+cuDNN's energy over ours. A case with a seventh field 1 is the benchmark's
+secret-length row (contestants.py; min / max: every length 1 / S_max); when
+its dense twin is also run, our time and energy per call with lengths over
+our dense call's are printed as well (the counterparts of the issue's
+secret-length throughput figure; between min and max, of the power channel).
+  python3 scripts/energy-per-call.py [--window 3] [--rounds 3] [--case dtype,B,H,S,D,causal[,lengths] ...]"""
 import argparse
-import ctypes
 import statistics
 import time
 
 import torch
 
-from contestants import contestants, flops
+from contestants import contestants, flops, parse
+from nvml_energy import Energy, window
 
 CASES = ["fp16,2,32,8192,64,1", "fp16,4,32,4096,64,1", "fp16,4,16,4096,128,0", "fp16,4,16,4096,128,1",
          "fp16,4,8,4096,256,0", "fp16,4,8,4096,256,1"]
 
 
-class Energy:
-    """NVML's total energy counter of GPU `index` (NVML numbering), in joules."""
-
-    def __init__(self, index):
-        """The GPU of torch's current CUDA device, matched by UUID (NVML's
-        numbering ignores CUDA_VISIBLE_DEVICES), or NVML index `index`."""
-        self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        if self.nvml.nvmlInit_v2() != 0:
-            raise RuntimeError("nvmlInit_v2 failed")
-        self.handle = ctypes.c_void_p()
-        if index is None:
-            uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
-            uuid = uuid if uuid.startswith("GPU-") else "GPU-" + uuid
-            if self.nvml.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(self.handle)) != 0:
-                raise RuntimeError(f"no NVML device with UUID {uuid}: pass --nvml-index")
-        elif self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) != 0:
-            raise RuntimeError(f"no NVML device {index}")
-
-    def joules(self) -> float:
-        mj = ctypes.c_ulonglong()
-        if self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle, ctypes.byref(mj)) != 0:
-            raise RuntimeError("nvmlDeviceGetTotalEnergyConsumption failed (not supported on this GPU?)")
-        return mj.value / 1000.0
-
-
-def window(fn, seconds, meter):
-    """Back-to-back calls for about `seconds`: (calls, GPU seconds from the
-    events, joules, host seconds between the counter reads)."""
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0, h0 = meter.joules(), time.time()
-    start.record()
-    calls, t_end = 0, time.time() + seconds
-    while time.time() < t_end:
-        for _ in range(8):
-            fn()
-        calls += 8
-        if calls % 64 == 0:  # keep the host from queueing seconds of work past the window
-            torch.cuda.synchronize()
-    end.record()
-    end.synchronize()
-    e1, h1 = meter.joules(), time.time()
-    return calls, start.elapsed_time(end) / 1e3, e1 - e0, h1 - h0
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", help="dtype,B,H,S,D,causal (BSHD memory, H_q = H_kv)")
+    ap.add_argument("--case", action="append",
+                    help="dtype,B,H,S,D,causal[,lengths] (BSHD memory, H_q = H_kv; lengths 1: random secret lengths, min / max: all 1 / all S)")
     ap.add_argument("--window", type=float, default=3.0, help="seconds of timed calls per measurement")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nvml-index", type=int, default=None,
@@ -90,7 +50,7 @@ def main():
     print("| case | ours us | cuDNN us | ours mJ/call | cuDNN mJ/call | cuDNN mJ / ours mJ | same, above idle | "
           "ours W | cuDNN W | ours TFLOP/J | cuDNN TFLOP/J |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    ratios = []
+    ratios, ours = [], {}  # spec: (s, J) per call
     for spec in a.case or CASES:
         fns = contestants(spec)
         got = {n: [] for n in fns}  # (s per call, J per call, J above idle per call, W)
@@ -103,9 +63,15 @@ def main():
         o, c = m["ours"], m["cudnn"]
         flop = flops(spec)
         ratios.append(c[1] / o[1])
+        ours[spec] = (o[0], o[1])
         print(f"| {spec} | {o[0] * 1e6:.1f} | {c[0] * 1e6:.1f} | {o[1] * 1e3:.1f} | {c[1] * 1e3:.1f} | "
               f"{c[1] / o[1]:.3f} | {c[2] / o[2]:.3f} | {o[3]:.0f} | {c[3]:.0f} | "
               f"{flop / o[1] / 1e12:.2f} | {flop / c[1] / 1e12:.2f} |", flush=True)
+    for spec, (s, j) in ours.items():
+        dense = spec[:spec.rindex(",")]
+        if parse(spec)[6] and dense in ours:
+            print(f"ours, {spec} over {dense}: time per call {s / ours[dense][0]:.4f}, "
+                  f"energy per call {j / ours[dense][1]:.4f}")
     if len(ratios) > 1:
         print(f"cuDNN mJ / ours mJ over {len(ratios)} cases: median {statistics.median(ratios):.3f}, "
               f"min {min(ratios):.3f}, max {max(ratios):.3f}")

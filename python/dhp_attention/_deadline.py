@@ -20,14 +20,22 @@ from . import _core
 
 torch = _core.torch
 
-# A GPU-side hold before each batch of calibration calls: the host enqueues
-# the batch while the GPU spins, so no call's measured work holds the host's
-# enqueueing (dhp_validate does the same with its StreamHold). The GPU then
-# idles between batches -- Python enqueues slower than the GPU runs a small
-# call -- so it calibrates a cooler GPU than a long back-to-back run: the
-# margin covers the clock's difference (a few %), and overruns show it.
+# Calls whose batch the host enqueues faster than the GPU runs it (large
+# calls) are calibrated under sustained load: warm_s seconds back to back, then
+# the measured batches back to back too, never letting the queue run dry. At
+# the power cap such a GPU runs its slowest: session 56 measured a B4 H16
+# S_max 4096 D128 call at 997 us per call after seconds of full lengths, where
+# the earlier form -- a hold and a synchronise around every batch -- had
+# measured 917 us, and a budget from it overran on 15 % of such calls
+# (docs/security-validation.md, "Session 56").
+#
+# Calls the host enqueues slower than the GPU runs them (small calls) cannot
+# keep it loaded from Python: each batch runs behind a GPU-side hold, so that
+# the host enqueues it while the GPU spins and no call's measured work holds
+# the host's enqueueing (dhp_validate does the same with its StreamHold).
 _BATCH = 32
 _MIN_HOLD_CYCLES = 2_000_000  # about 1 ms at the H200's 1.98 GHz
+_GPU_BOUND = 2.0  # a batch's GPU time over its enqueueing time above which the calls are "large"
 
 
 def deadline_state(device=None):
@@ -39,7 +47,7 @@ def deadline_state(device=None):
     return torch.zeros(3, dtype=torch.int64, device="cuda" if device is None else device)
 
 
-def _check_calibration_args(tensors, calls, margin, slack_ns, stream):
+def _check_calibration_args(tensors, calls, margin, slack_ns, warm_s, stream):
     if torch is None:
         raise ImportError("dhp_attention.calibrate_time_budget needs PyTorch")
     if stream is not None and not isinstance(stream, torch.cuda.Stream):
@@ -54,6 +62,8 @@ def _check_calibration_args(tensors, calls, margin, slack_ns, stream):
         raise ValueError(f"margin: must be a fraction in 0 .. 10 (got {margin!r})")
     if isinstance(slack_ns, bool) or not isinstance(slack_ns, int) or not 0 <= slack_ns <= 1_000_000_000:
         raise ValueError(f"slack_ns: must be an int of ns in 0 .. 1000000000 (got {slack_ns!r})")
+    if isinstance(warm_s, bool) or not isinstance(warm_s, (int, float)) or not 0.0 <= warm_s <= 60.0:
+        raise ValueError(f"warm_s: must be seconds in 0 .. 60 (got {warm_s!r})")
 
 
 def _public_like(t, fill_normal: bool):
@@ -68,7 +78,8 @@ def _public_like(t, fill_normal: bool):
 
 def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[float] = None, seqlens=None,
                           seqlens_q=None, seqlens_k=None, layout: str = "bshd", with_lse: bool = False,
-                          calls: int = 16384, margin: float = 0.05, slack_ns: int = 2000, stream: Any = None) -> int:
+                          calls: int = 16384, margin: float = 0.05, slack_ns: int = 2000, warm_s: float = 2.0,
+                          stream: Any = None) -> int:
     """A time budget (ns) for attention_into's deadline, measured on public inputs.
 
     q, k, v and the lengths arrays (torch CUDA tensors) give shapes, strides,
@@ -84,6 +95,13 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     call in 4 400 past such a budget; session 51: this form, 0 overruns in
     3 x 10^6 calls of the 12 us call).
 
+    Large calls (the host enqueues a batch faster than the GPU runs it) are
+    measured under sustained load: warm_s seconds of such calls back to back
+    first, then the measured ones without a pause, so that the GPU is at the
+    clock its power cap sets for full lengths, its slowest (session 56: a
+    budget calibrated with pauses overran on 15 % of full-length calls run
+    for seconds). Small calls run each batch behind a GPU-side hold instead.
+
     The budget covers what was measured: calls queued back to back. Where
     calls start on an idle stream, the host's planning of the call falls
     inside it too (the start is stamped before the launches): calibrate as
@@ -91,7 +109,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     a change of GPU, clocks, driver or of the other work sharing the GPU, and
     watch deadline_state's overrun count."""
     _check_calibration_args(dict(q=q, k=k, v=v, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k),
-                            calls, margin, slack_ns, stream)
+                            calls, margin, slack_ns, warm_s, stream)
     from . import _problem, attention_into  # the package's entry points (imported here: no import cycle)
 
     # The library's own checks of the public arguments, on the caller's
@@ -124,28 +142,51 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
         # stays as it was) and its slowest work in ns, folded on the GPU.
         cal_state = deadline_state(q.device)
         slowest = torch.zeros(1, dtype=torch.int64, device=q.device)
-        # Untimed: lazy loading and the library's plan caches; its host time
-        # sizes the holds (twice a batch's enqueueing).
+        # Untimed: lazy loading and the library's plan caches. Then one batch
+        # timed on the host (its enqueueing: the holds' size) and on the GPU
+        # (large or small calls).
         call()
         st.synchronize()
+        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ev0.record(st)
         t0 = time.perf_counter()
         for _ in range(_BATCH):
             call()
             torch.maximum(slowest, cal_state[2:], out=slowest)
         host_s = time.perf_counter() - t0
+        ev1.record(st)
         st.synchronize()
-        slowest.zero_()
+        gpu_bound = ev0.elapsed_time(ev1) / 1e3 > _GPU_BOUND * host_s
         hold_cycles = max(_MIN_HOLD_CYCLES, int(2 * host_s * 2.0e9))
+        in_flight = []  # events of the batches queued (large calls: the queue never runs dry)
+
+        def queued(n, measure):
+            for _ in range(n):
+                call()
+                if measure:
+                    torch.maximum(slowest, cal_state[2:], out=slowest)
+            if gpu_bound:
+                e = torch.cuda.Event()
+                e.record(st)
+                in_flight.append(e)
+                if len(in_flight) > 2:  # two batches stay queued while the host waits for the third
+                    in_flight.pop(0).synchronize()
+            else:
+                st.synchronize()
+
+        if gpu_bound:  # the sustained state: warm_s seconds back to back, the last batch still queued
+            t_end = time.perf_counter() + warm_s
+            while time.perf_counter() < t_end:
+                queued(_BATCH, False)
+        slowest.zero_()
         done = 0
         while done < calls:
             n = min(_BATCH, calls - done)
-            if hasattr(torch.cuda, "_sleep"):  # private but long-standing; without it the budget errs high
-                torch.cuda._sleep(hold_cycles)
-            for _ in range(n):
-                call()
-                torch.maximum(slowest, cal_state[2:], out=slowest)
-            st.synchronize()
+            if not gpu_bound and hasattr(torch.cuda, "_sleep"):  # private but long-standing; without it
+                torch.cuda._sleep(hold_cycles)  # the budget errs high
+            queued(n, True)
             done += n
+        st.synchronize()
         slowest_ns = int(slowest.item())
     budget = int(slowest_ns * (1.0 + margin)) + slack_ns
     if budget > _core.MAX_TIME_BUDGET_NS:

@@ -162,6 +162,8 @@ def test_library_checks_the_deadline_before_launch(case, match):
     (dict(calls=2.5), ValueError, r"^calls: must be an int"),
     (dict(margin=-0.01), ValueError, r"^margin: must be a fraction in 0 \.\. 10"),
     (dict(slack_ns=1.5), ValueError, r"^slack_ns: must be an int of ns"),
+    (dict(warm_s=-1.0), ValueError, r"^warm_s: must be seconds in 0 \.\. 60 \(got -1\.0\)"),
+    (dict(warm_s=True), ValueError, r"^warm_s: must be seconds"),
     (dict(stream=0), TypeError, r"^stream: calibrate_time_budget takes None or a torch\.cuda\.Stream"),
     (dict(), ValueError, r"^q: must be on a CUDA device, got cpu"),
 ])

@@ -1,0 +1,53 @@
+"""NVML's total-energy counter (millijoules since the driver loaded; read
+through ctypes, no pynvml needed) and a window of back-to-back calls timed by
+CUDA events and metered by it: the shared part of scripts/energy-per-call.py
+and scripts/sustained-channel.py (import as a sibling module)."""
+import ctypes
+import time
+
+import torch
+
+
+class Energy:
+    """NVML's total energy counter of GPU `index` (NVML numbering), in joules."""
+
+    def __init__(self, index):
+        """The GPU of torch's current CUDA device, matched by UUID (NVML's
+        numbering ignores CUDA_VISIBLE_DEVICES), or NVML index `index`."""
+        self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if self.nvml.nvmlInit_v2() != 0:
+            raise RuntimeError("nvmlInit_v2 failed")
+        self.handle = ctypes.c_void_p()
+        if index is None:
+            uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+            uuid = uuid if uuid.startswith("GPU-") else "GPU-" + uuid
+            if self.nvml.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(self.handle)) != 0:
+                raise RuntimeError(f"no NVML device with UUID {uuid}: pass --nvml-index")
+        elif self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) != 0:
+            raise RuntimeError(f"no NVML device {index}")
+
+    def joules(self) -> float:
+        mj = ctypes.c_ulonglong()
+        if self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle, ctypes.byref(mj)) != 0:
+            raise RuntimeError("nvmlDeviceGetTotalEnergyConsumption failed (not supported on this GPU?)")
+        return mj.value / 1000.0
+
+
+def window(fn, seconds, meter):
+    """Back-to-back calls for about `seconds`: (calls, GPU seconds from the
+    events, joules, host seconds between the counter reads)."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0, h0 = meter.joules(), time.time()
+    start.record()
+    calls, t_end = 0, time.time() + seconds
+    while time.time() < t_end:
+        for _ in range(8):
+            fn()
+        calls += 8
+        if calls % 64 == 0:  # keep the host from queueing seconds of work past the window
+            torch.cuda.synchronize()
+    end.record()
+    end.synchronize()
+    e1, h1 = meter.joules(), time.time()
+    return calls, start.elapsed_time(end) / 1e3, e1 - e0, h1 - h0

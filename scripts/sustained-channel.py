@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The power channel of threat model section 8 under sustained load: one
+public shape, our kernel only, each secret class run alone for seconds at a
+time -- as a server answering one prompt's calls would -- with time (CUDA
+events) and energy (NVML) per call per class.
+
+Why: the timing gate (dudect) draws the class at random for every launch, so
+the GPU's power and clock settle on the mix of the classes and only a launch's
+own share of the power difference reaches its time (0.1-1 %). At the power cap
+a class that runs alone sets the clock by itself. This measures that case.
+With --deadline every call runs under a budget from calibrate_time_budget
+(calibrated once per mode, on public inputs: full lengths, normal values), and
+the overruns per class are counted: the deadline hides a call's duration only
+while none overruns.
+
+Classes (comma-separated; each with its own fresh normal inputs):
+  min / max / random   secret lengths, every length 1 / S / random in [1, S]
+  normal / zeros       no lengths; normal values / every element zero
+Rounds alternate the order of the classes; per class the median over rounds
+of: us per call, W, mJ per call, and the time and energy against the first
+class; the per-round times show the spread.
+  python3 scripts/sustained-channel.py [--case bf16,4,16,4096,128,0] [--classes max,min,random]
+                                       [--window 3] [--rounds 3] [--deadline [--margin 0.05]]"""
+import argparse
+import statistics
+
+import torch
+
+import dhp_attention
+from contestants import parse
+from nvml_energy import Energy, window
+
+LENGTH_CLASSES, VALUE_CLASSES = ("min", "max", "random"), ("normal", "zeros")
+
+
+def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict):
+    """One call of class `cls` on the case's shape: (fn, deadline state or None)."""
+    dt, B, H, S, D, causal, _ = parse(spec)
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
+    lens = None
+    if cls == "zeros":
+        for t in (q, k, v):
+            t.zero_()
+    elif cls in LENGTH_CLASSES:
+        lens = (torch.randint(1, S + 1, (B,), device="cuda", dtype=torch.int32) if cls == "random" else
+                torch.full((B,), 1 if cls == "min" else S, device="cuda", dtype=torch.int32))
+    elif cls not in VALUE_CLASSES:
+        raise SystemExit(f"--classes: unknown class {cls!r} (want {LENGTH_CLASSES + VALUE_CLASSES})")
+    if not deadline:
+        return (lambda: dhp_attention.attention(q, k, v, causal=causal, layout="bhsd", seqlens=lens)), None
+    mode = "lengths" if lens is not None else "dense"
+    if mode not in budgets:  # public inputs only: the calibration reads shapes, never these values
+        budgets[mode] = dhp_attention.calibrate_time_budget(q, k, v, causal=causal, seqlens=lens, layout="bhsd",
+                                                            calls=2048, margin=margin)
+        print(f"budget ({mode}): {budgets[mode] / 1e3:.1f} us", flush=True)
+    out, state = torch.empty_like(q), dhp_attention.deadline_state()
+
+    def fn():
+        dhp_attention.attention_into(q, k, v, out, causal=causal, seqlens=lens, layout="bhsd",
+                                     time_budget_ns=budgets[mode], deadline_state=state)
+    return fn, state
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", default="bf16,4,16,4096,128,0", help="dtype,B,H,S,D,causal (S is S_max)")
+    ap.add_argument("--classes", default="max,min,random")
+    ap.add_argument("--window", type=float, default=3.0, help="seconds of timed calls per measurement")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--deadline", action="store_true", help="every call under a calibrated budget")
+    ap.add_argument("--margin", type=float, default=0.05, help="the calibration's margin (with --deadline)")
+    ap.add_argument("--nvml-index", type=int, default=None)
+    a = ap.parse_args()
+    if len(a.case.split(",")) != 6:
+        raise SystemExit("--case: dtype,B,H,S,D,causal (the classes give the lengths)")
+    meter, budgets = Energy(a.nvml_index), {}
+    classes = a.classes.split(",")
+    calls = {c: make_call(a.case, c, a.deadline, a.margin, budgets) for c in classes}
+    got = {c: [] for c in classes}  # (s per call, W, J per call, overruns, calls)
+    for r in range(a.rounds):
+        order = classes[r % len(classes):] + classes[:r % len(classes)]
+        for c in (order if r % 2 == 0 else order[::-1]):
+            fn, state = calls[c]
+            window(fn, 1.0, meter)  # the class's own sustained state
+            before = int(state[1]) if state is not None else 0
+            n, secs, joules, host_secs = window(fn, a.window, meter)
+            over = int(state[1]) - before if state is not None else 0
+            got[c].append((secs / n, joules / host_secs, joules / n, over, n))
+    print(f"{a.case}, {a.rounds} rounds of {a.window} s per class" + (", under the deadline" if a.deadline else ""))
+    print("| class | us per call | W | mJ per call | time / " + classes[0] + " | energy / " + classes[0] +
+          " | overruns / calls | per-round us |")
+    print("|---|---|---|---|---|---|---|---|")
+    first = None
+    for c in classes:
+        m = [statistics.median(x[i] for x in got[c]) for i in range(3)]
+        first = first or m
+        over, n = sum(x[3] for x in got[c]), sum(x[4] for x in got[c])
+        rounds = " / ".join(f"{x[0] * 1e6:.1f}" for x in got[c])
+        print(f"| {c} | {m[0] * 1e6:.1f} | {m[1]:.0f} | {m[2] * 1e3:.1f} | {m[0] / first[0]:.4f} | "
+              f"{m[2] / first[2]:.4f} | {over if a.deadline else '-'} / {n} | {rounds} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
