@@ -6,7 +6,7 @@ events) and energy (NVML) per call per class.
 
 Why: the timing gate (dudect) draws the class at random for every launch, so
 the GPU's power and clock settle on the mix of the classes and only a launch's
-own share of the power difference reaches its time (0.1-1 %). At the power cap
+own share of the power difference reaches its time (0.1-1.7 %). At the power cap
 a class that runs alone sets the clock by itself. This measures that case.
 With --deadline every call runs under a budget from calibrate_time_budget
 (calibrated once per mode, on public inputs: full lengths, normal values), and

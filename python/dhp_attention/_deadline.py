@@ -35,7 +35,9 @@ torch = _core.torch
 # the host's enqueueing (dhp_validate does the same with its StreamHold).
 _BATCH = 32
 _MIN_HOLD_CYCLES = 2_000_000  # about 1 ms at the H200's 1.98 GHz
-_GPU_BOUND = 2.0  # a batch's GPU time over its enqueueing time above which the calls are "large"
+# "Large": a batch's GPU time above 1.25 x its enqueueing time (a margin for
+# the host's jitter); the queue then stays full with two batches in flight.
+_GPU_BOUND = 1.25
 
 
 def deadline_state(device=None):
@@ -85,9 +87,8 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     q, k, v and the lengths arrays (torch CUDA tensors) give shapes, strides,
     dtypes and the device only: their values are never read. `calls` calls
     run on fresh normal values with every length at its maximum, back to back
-    on `stream` (default: torch's current stream; a torch.cuda.Stream) behind
-    a GPU-side hold, each with a 1 ns budget on a state of the calibration's
-    own: every call overruns (it then ends 2 us past its work) and leaves its
+    on `stream` (default: torch's current stream; a torch.cuda.Stream), each
+    with a 1 ns budget on a state of the calibration's own: every call overruns (it then ends 2 us past its work) and leaves its
     work -- from the deadline's start stamp to the wait, the span a budget
     must cover -- in the state's last_work_ns. Returns the slowest work x
     (1 + margin) + slack_ns, as dhp_validate's timing gate does (margin
@@ -95,12 +96,15 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     call in 4 400 past such a budget; session 51: this form, 0 overruns in
     3 x 10^6 calls of the 12 us call).
 
-    Large calls (the host enqueues a batch faster than the GPU runs it) are
-    measured under sustained load: warm_s seconds of such calls back to back
-    first, then the measured ones without a pause, so that the GPU is at the
-    clock its power cap sets for full lengths, its slowest (session 56: a
+    Large calls (a batch of 32 runs on the GPU for over 1.25 x the time the
+    host takes to enqueue it) are measured under sustained load: warm_s
+    seconds (0 .. 60) of such calls back to back first, then the measured
+    ones without a pause, so that the GPU is at the clock its power cap sets
+    for full lengths, its slowest (session 56: a
     budget calibrated with pauses overran on 15 % of full-length calls run
-    for seconds). Small calls run each batch behind a GPU-side hold instead.
+    for seconds). Small calls run each batch behind a GPU-side hold instead,
+    so that no call's work holds the host's enqueueing; warm_s is unused
+    there.
 
     The budget covers what was measured: calls queued back to back. Where
     calls start on an idle stream, the host's planning of the call falls
@@ -146,6 +150,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
         # timed on the host (its enqueueing: the holds' size) and on the GPU
         # (large or small calls).
         call()
+        torch.maximum(slowest, cal_state[2:], out=slowest)
         st.synchronize()
         ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         ev0.record(st)
