@@ -20,7 +20,7 @@ Rounds alternate the order of the classes; per class the median over rounds
 of: us per call, W, mJ per call, and the time and energy against the first
 class; the per-round times show the spread.
   python3 scripts/sustained-channel.py [--case bf16,4,16,4096,128,0] [--classes max,min,random]
-                                       [--window 3] [--rounds 3] [--deadline [--margin 0.05]]"""
+                                       [--window 3] [--rounds 3] [--deadline [--margin 0.05]] [--graph N]"""
 import argparse
 import statistics
 
@@ -33,8 +33,9 @@ from nvml_energy import Energy, window
 LENGTH_CLASSES, VALUE_CLASSES = ("min", "max", "random"), ("normal", "zeros")
 
 
-def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict):
-    """One call of class `cls` on the case's shape: (fn, deadline state or None)."""
+def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict, graph: int):
+    """One call of class `cls` on the case's shape, or with graph > 0 the
+    replay of a CUDA graph of that many: (fn, calls per fn, deadline state or None)."""
     dt, B, H, S, D, causal, _ = parse(spec)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
     q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
@@ -47,8 +48,11 @@ def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict)
                 torch.full((B,), 1 if cls == "min" else S, device="cuda", dtype=torch.int32))
     elif cls not in VALUE_CLASSES:
         raise SystemExit(f"--classes: unknown class {cls!r} (want {LENGTH_CLASSES + VALUE_CLASSES})")
+    state = None
     if not deadline:
-        return (lambda: dhp_attention.attention(q, k, v, causal=causal, layout="bhsd", seqlens=lens)), None
+        def fn():
+            dhp_attention.attention(q, k, v, causal=causal, layout="bhsd", seqlens=lens)
+        return in_graph(fn, graph) + (state,)
     mode = "lengths" if lens is not None else "dense"
     if mode not in budgets:  # public inputs only: the calibration reads shapes, never these values
         budgets[mode] = dhp_attention.calibrate_time_budget(q, k, v, causal=causal, seqlens=lens, layout="bhsd",
@@ -59,7 +63,23 @@ def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict)
     def fn():
         dhp_attention.attention_into(q, k, v, out, causal=causal, seqlens=lens, layout="bhsd",
                                      time_budget_ns=budgets[mode], deadline_state=state)
-    return fn, state
+    return in_graph(fn, graph) + (state,)
+
+
+def in_graph(fn, n: int):
+    """(fn, 1), or with n > 0 (the replay of a CUDA graph of n calls of fn, n):
+    a call the host enqueues slower than the GPU runs it (the small call) is
+    held back to back only from a graph."""
+    if n <= 0:
+        return fn, 1
+    fn()  # outside the capture: lazy loading, the plan caches
+    torch.cuda.synchronize()
+    g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+        for _ in range(n):
+            fn()
+    torch.cuda.synchronize()
+    return g.replay, n
 
 
 def main():
@@ -70,24 +90,27 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--deadline", action="store_true", help="every call under a calibrated budget")
     ap.add_argument("--margin", type=float, default=0.05, help="the calibration's margin (with --deadline)")
+    ap.add_argument("--graph", type=int, default=0, help="replay a CUDA graph of this many calls (small calls)")
     ap.add_argument("--nvml-index", type=int, default=None)
     a = ap.parse_args()
     if len(a.case.split(",")) != 6:
         raise SystemExit("--case: dtype,B,H,S,D,causal (the classes give the lengths)")
     meter, budgets = Energy(a.nvml_index), {}
     classes = a.classes.split(",")
-    calls = {c: make_call(a.case, c, a.deadline, a.margin, budgets) for c in classes}
+    calls = {c: make_call(a.case, c, a.deadline, a.margin, budgets, a.graph) for c in classes}
     got = {c: [] for c in classes}  # (s per call, W, J per call, overruns, calls)
     for r in range(a.rounds):
         order = classes[r % len(classes):] + classes[:r % len(classes)]
         for c in (order if r % 2 == 0 else order[::-1]):
-            fn, state = calls[c]
+            fn, per_fn, state = calls[c]
             window(fn, 1.0, meter)  # the class's own sustained state
             before = int(state[1]) if state is not None else 0
             n, secs, joules, host_secs = window(fn, a.window, meter)
+            n *= per_fn
             over = int(state[1]) - before if state is not None else 0
             got[c].append((secs / n, joules / host_secs, joules / n, over, n))
-    print(f"{a.case}, {a.rounds} rounds of {a.window} s per class" + (", under the deadline" if a.deadline else ""))
+    print(f"{a.case}, {a.rounds} rounds of {a.window} s per class" + (", under the deadline" if a.deadline else "")
+          + (f", CUDA graphs of {a.graph} calls" if a.graph else ""))
     print("| class | us per call | W | mJ per call | time / " + classes[0] + " | energy / " + classes[0] +
           " | overruns / calls | per-round us |")
     print("|---|---|---|---|---|---|---|---|")

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The power channel under sustained load and the deadline's calibration for
+# it (threat model section 8; docs/security-validation.md, "Session 56"), in
+# one GPU call of about 6 minutes:
+#   1. pip-install the package (sm_90a), then the Python GPU tests of the
+#      deadline's calibration, the sustained-load one included;
+#   2. scripts/sustained-channel.py under the deadline with
+#      calibrate_time_budget's default margin on session 56's shape: no class
+#      may overrun, and the classes' time per call should agree;
+#   3. the channel without the deadline at other shapes: D256 and D64 causal
+#      by length and value class, and the small call by length class from a
+#      CUDA graph of 20 calls (the only way Python holds it back to back),
+#      with and without the deadline.
+# Logs to $OUT; the tables last. SECTIONS (default "1 2 3") picks parts.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+out="${OUT:-sustained-check-out}"; mkdir -p "$out"; out=$(cd "$out" && pwd)
+sections="${SECTIONS:-1 2 3}"
+on() { [[ " $sections " == *" $1 "* ]]; }
+python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
+  { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
+if on 1; then
+  (cd /tmp && DHP_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -p no:cacheprovider "$repo/tests/python/test_gpu.py" \
+    -k "calibrat or deadline" > "$out/pytest.log" 2>&1)
+  echo "pytest (deadline, calibration): $(tail -1 "$out/pytest.log")"
+fi
+sc() { local log=$1; shift; (cd scripts && timeout 200 python3 sustained-channel.py "$@" > "$out/$log" 2>&1) ||
+  echo "$log: failed or timed out"; }
+if on 2; then
+  sc deadline-b4-d128.log --deadline --classes max,min,random
+fi
+if on 3; then
+  sc d256.log --case bf16,4,8,4096,256,0 --classes max,min,normal,zeros --rounds 2
+  sc d64-causal.log --case bf16,4,32,4096,64,1 --classes max,min,normal,zeros --rounds 2
+  sc small-graph.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20
+  sc small-graph-deadline.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20 --deadline
+fi
+for f in "$out"/*.log; do
+  case "$f" in *pip.log|*pytest.log) continue;; esac
+  echo; echo "== $(basename "$f")"; grep -E '^(budget|bf16|fp16|\|)' "$f"
+done
