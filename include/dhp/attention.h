@@ -115,9 +115,11 @@ typedef struct dhp_attention_params {
    * SM clock for zero-heavy, e.g. short, inputs). Where the work ends before the deadline, the
    * call's duration is the budget's, up to the GPU's completion of the call after the wait
    * (measured on an H200: a few ns of a 20 µs call, either sign; docs/security-validation.md,
-   * sessions 48-49). Calibrate the budget on the
-   * slowest public inputs (full lengths, random values) and keep `overruns` at 0: a call whose
-   * work ends past the deadline is counted and ends at a later multiple of the budget, so it
+   * sessions 48-49). Calibrate the budget on the slowest public inputs (full lengths, random
+   * values), under the load the calls will run in (seconds of back-to-back full-length calls
+   * hold a power-capped GPU at its slowest clock: a budget calibrated with pauses overran on 15 %
+   * of them, session 56), and keep `overruns` at 0: a call whose work ends past the deadline is
+   * counted and ends at a later multiple of the budget, so it
    * shows how many budgets its work took, not the work's time -- but slower inputs overrun more
    * often, so overruns are what a short budget leaks. The stamp is enqueued before the call's
    * host-side planning (its first call of a shape plans the most): on an idle stream that host
