@@ -16,6 +16,8 @@ while none overruns.
 Classes (comma-separated; each with its own fresh normal inputs):
   min / max / random   secret lengths, every length 1 / S / random in [1, S]
   normal / zeros       no lengths; normal values / every element zero
+  small / sparse       no lengths; normal values x 2^-6 (the same mantissas) /
+                       normal values with half the elements zero (ReLU-like)
 Rounds alternate the order of the classes; per class the median over rounds
 of: us per call, W, mJ per call, and the time and energy against the first
 class; the per-round times show the spread.
@@ -30,7 +32,7 @@ import dhp_attention
 from contestants import parse
 from nvml_energy import Energy, window
 
-LENGTH_CLASSES, VALUE_CLASSES = ("min", "max", "random"), ("normal", "zeros")
+LENGTH_CLASSES, VALUE_CLASSES = ("min", "max", "random"), ("normal", "zeros", "small", "sparse")
 
 
 def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict, graph: int):
@@ -43,6 +45,12 @@ def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict,
     if cls == "zeros":
         for t in (q, k, v):
             t.zero_()
+    elif cls == "small":  # a power of two: the exponents change, the mantissas not (bf16; fp16 loses its tiniest)
+        for t in (q, k, v):
+            t.mul_(2.0 ** -6)
+    elif cls == "sparse":
+        for t in (q, k, v):
+            t.mul_(torch.rand(t.shape, device="cuda") < 0.5)
     elif cls in LENGTH_CLASSES:
         lens = (torch.randint(1, S + 1, (B,), device="cuda", dtype=torch.int32) if cls == "random" else
                 torch.full((B,), 1 if cls == "min" else S, device="cuda", dtype=torch.int32))

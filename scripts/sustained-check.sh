@@ -7,10 +7,11 @@
 #   2. scripts/sustained-channel.py under the deadline with
 #      calibrate_time_budget's default margin on session 56's shape: no class
 #      may overrun, and the classes' time per call should agree;
-#   3. the channel without the deadline at other shapes: D256 and D64 causal
-#      by length and value class, and the small call by length class from a
-#      CUDA graph of 20 calls (the only way Python holds it back to back),
-#      with and without the deadline.
+#   3. the channel without the deadline: at session 56's shape by value
+#      class (normal, small, sparse, zeros); at D256 and D64 causal by length
+#      and value class; and the small call by length class from a CUDA graph
+#      of 20 calls (the only way Python holds it back to back), with and
+#      without the deadline.
 # Logs to $OUT; the tables last. SECTIONS (default "1 2 3") picks parts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ if on 2; then
   sc deadline-b4-d128.log --deadline --classes max,min,random
 fi
 if on 3; then
+  sc values-b4-d128.log --classes normal,small,sparse,zeros --rounds 2
   sc d256.log --case bf16,4,8,4096,256,0 --classes max,min,normal,zeros --rounds 2
   sc d64-causal.log --case bf16,4,32,4096,64,1 --classes max,min,normal,zeros --rounds 2
   sc small-graph.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20
