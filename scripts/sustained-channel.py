@@ -15,14 +15,15 @@ while none overruns.
 
 Classes (comma-separated; each with its own fresh normal inputs):
   min / max / random   secret lengths, every length 1 / S / random in [1, S]
+                       (with --decode: the keys' lengths, 1 / S_k / random)
   normal / zeros       no lengths; normal values / every element zero
   small / sparse       no lengths; normal values x 2^-6 (the same mantissas) /
                        normal values with half the elements zero (ReLU-like)
 Rounds alternate the order of the classes; per class the median over rounds
 of: us per call, W, mJ per call, and the time and energy against the first
 class; the per-round times show the spread.
-  python3 scripts/sustained-channel.py [--case bf16,4,16,4096,128,0] [--classes max,min,random]
-                                       [--window 3] [--rounds 3] [--deadline [--margin 0.05]] [--graph N]"""
+  python3 scripts/sustained-channel.py [--case bf16,4,16,4096,128,0 | --decode dtype,B,S_q,H_q,H_kv,S_k,D,causal]
+                                       [--classes max,min,random] [--window 3] [--rounds 3] [--deadline [--margin 0.05]] [--graph N]"""
 import argparse
 import statistics
 
@@ -35,12 +36,28 @@ from nvml_energy import Energy, window
 LENGTH_CLASSES, VALUE_CLASSES = ("min", "max", "random"), ("normal", "zeros", "small", "sparse")
 
 
-def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict, graph: int):
-    """One call of class `cls` on the case's shape, or with graph > 0 the
-    replay of a CUDA graph of that many: (fn, calls per fn, deadline state or None)."""
-    dt, B, H, S, D, causal, _ = parse(spec)
+def shape_of(case: str, decode: str):
+    """(dtype, B, S_q, H_q, H_kv, S_k, D, causal) from --case or --decode."""
+    if decode:
+        f = decode.split(",")
+        if len(f) != 8:
+            raise SystemExit("--decode: dtype,B,S_q,H_q,H_kv,S_k,D,causal")
+        return (f[0], *map(int, f[1:7]), bool(int(f[7])))
+    if len(case.split(",")) != 6:
+        raise SystemExit("--case: dtype,B,H,S,D,causal (the classes give the lengths)")
+    dt, B, H, S, D, causal, _ = parse(case)
+    return dt, B, S, H, H, S, D, causal
+
+
+def make_call(shape: tuple, cls: str, deadline: bool, margin: float, budgets: dict, graph: int):
+    """One call of class `cls` on the shape, or with graph > 0 the replay of
+    a CUDA graph of that many: (fn, calls per fn, deadline state or None).
+    With S_q == S_k the lengths are shared (seqlens); otherwise (decode) they
+    are the keys' (seqlens_k), the query rows all visible."""
+    dt, B, Sq, Hq, Hkv, S, D, causal = shape
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
-    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
+    q, k, v = (torch.randn(B, s_, h, D, device="cuda", dtype=dtype).transpose(1, 2)
+               for s_, h in ((Sq, Hq), (S, Hkv), (S, Hkv)))
     lens = None
     if cls == "zeros":
         for t in (q, k, v):
@@ -56,21 +73,22 @@ def make_call(spec: str, cls: str, deadline: bool, margin: float, budgets: dict,
                 torch.full((B,), 1 if cls == "min" else S, device="cuda", dtype=torch.int32))
     elif cls not in VALUE_CLASSES:
         raise SystemExit(f"--classes: unknown class {cls!r} (want {LENGTH_CLASSES + VALUE_CLASSES})")
+    kw = dict(seqlens=lens) if Sq == S else dict(seqlens_k=lens)
     state = None
     if not deadline:
         def fn():
-            dhp_attention.attention(q, k, v, causal=causal, layout="bhsd", seqlens=lens)
+            dhp_attention.attention(q, k, v, causal=causal, layout="bhsd", **kw)
         return in_graph(fn, graph) + (state,)
     mode = "lengths" if lens is not None else "dense"
     if mode not in budgets:  # public inputs only: the calibration reads shapes, never these values
-        budgets[mode] = dhp_attention.calibrate_time_budget(q, k, v, causal=causal, seqlens=lens, layout="bhsd",
-                                                            margin=margin)
+        budgets[mode] = dhp_attention.calibrate_time_budget(q, k, v, causal=causal, layout="bhsd", margin=margin,
+                                                            **kw)
         print(f"budget ({mode}): {budgets[mode] / 1e3:.1f} us", flush=True)
     out, state = torch.empty_like(q), dhp_attention.deadline_state()
 
     def fn():
-        dhp_attention.attention_into(q, k, v, out, causal=causal, seqlens=lens, layout="bhsd",
-                                     time_budget_ns=budgets[mode], deadline_state=state)
+        dhp_attention.attention_into(q, k, v, out, causal=causal, layout="bhsd", time_budget_ns=budgets[mode],
+                                     deadline_state=state, **kw)
     return in_graph(fn, graph) + (state,)
 
 
@@ -97,6 +115,8 @@ def in_graph(fn, n: int):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", default="bf16,4,16,4096,128,0", help="dtype,B,H,S,D,causal (S is S_max)")
+    ap.add_argument("--decode", default="", help="dtype,B,S_q,H_q,H_kv,S_k,D,causal instead of --case "
+                    "(secret key lengths only; e.g. fp16,8,1,32,8,4096,128,0 with --graph 20)")
     ap.add_argument("--classes", default="max,min,random")
     ap.add_argument("--window", type=float, default=3.0, help="seconds of timed calls per measurement")
     ap.add_argument("--rounds", type=int, default=3)
@@ -105,11 +125,10 @@ def main():
     ap.add_argument("--graph", type=int, default=0, help="replay a CUDA graph of this many calls (small calls)")
     ap.add_argument("--nvml-index", type=int, default=None)
     a = ap.parse_args()
-    if len(a.case.split(",")) != 6:
-        raise SystemExit("--case: dtype,B,H,S,D,causal (the classes give the lengths)")
+    shape = shape_of(a.case, a.decode)
     meter, budgets = Energy(a.nvml_index), {}
     classes = a.classes.split(",")
-    calls = {c: make_call(a.case, c, a.deadline, a.margin, budgets, a.graph) for c in classes}
+    calls = {c: make_call(shape, c, a.deadline, a.margin, budgets, a.graph) for c in classes}
     got = {c: [] for c in classes}  # (s per call, W, J per call, overruns, calls)
     for r in range(a.rounds):
         order = classes[r % len(classes):] + classes[:r % len(classes)]
@@ -121,7 +140,7 @@ def main():
             n *= per_fn
             over = int(state[1]) - before if state is not None else 0
             got[c].append((secs / n, joules / host_secs, joules / n, over, n))
-    print(f"{a.case}, {a.rounds} rounds of {a.window} s per class" + (", under the deadline" if a.deadline else "")
+    print(f"{a.decode or a.case}, {a.rounds} rounds of {a.window} s per class" + (", under the deadline" if a.deadline else "")
           + (f", CUDA graphs of {a.graph} calls" if a.graph else ""))
     print("| class | us per call | W | mJ per call | time / " + classes[0] + " | energy / " + classes[0] +
           " | overruns / calls | per-round us |")

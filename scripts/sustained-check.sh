@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The power channel under sustained load and the deadline's calibration for
 # it (threat model section 8; docs/security-validation.md, "Session 56"), in
-# one GPU call of about 6 minutes:
+# one GPU call of about 7 minutes:
 #   1. pip-install the package (sm_90a), then the Python GPU tests of the
 #      deadline's calibration, the sustained-load one included;
 #   2. scripts/sustained-channel.py under the deadline with
@@ -9,9 +9,10 @@
 #      may overrun, and the classes' time per call should agree;
 #   3. the channel without the deadline: at session 56's shape by value
 #      class (normal, small, sparse, zeros); at D256 and D64 causal by length
-#      and value class; and the small call by length class from a CUDA graph
-#      of 20 calls (the only way Python holds it back to back), with and
-#      without the deadline.
+#      and value class; the decode step B8 S_q 1 H 32/8 S_k 4096 D128 and
+#      the small call by length class from CUDA graphs of 20 calls (the only
+#      way Python holds them back to back), the small call also under the
+#      deadline.
 # Logs to $OUT; the tables last. SECTIONS (default "1 2 3") picks parts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,7 @@ if on 3; then
   sc d256.log --case bf16,4,8,4096,256,0 --classes max,min,normal,zeros --rounds 2
   sc d64-causal.log --case bf16,4,32,4096,64,1 --classes max,min,normal,zeros --rounds 2
   sc small-graph.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20
+  sc decode-graph.log --decode fp16,8,1,32,8,4096,128,0 --classes max,min,random --rounds 2 --graph 20
   sc small-graph-deadline.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20 --deadline
 fi
 for f in "$out"/*.log; do
