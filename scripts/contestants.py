@@ -12,6 +12,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import dhp_attention
+from dhp_attention.bench import _padding_mask
 
 
 def parse(spec: str):
@@ -32,6 +33,13 @@ def flops(spec: str) -> float:
     return 4.0 * B * H * S ** 2 * D / (2 if causal else 1)
 
 
+def secret_lengths(kind: str, B: int, S: int):
+    """int32 [B] on the GPU: "random" in [1, S], "min" every length 1, "max" every length S."""
+    if kind == "random":
+        return torch.randint(1, S + 1, (B,), device="cuda", dtype=torch.int32)
+    return torch.full((B,), 1 if kind == "min" else S, device="cuda", dtype=torch.int32)
+
+
 def contestants(spec: str) -> dict:
     """{"ours": fn, "cudnn": fn}, each one forward call on the case's inputs."""
     dt, B, H, S, D, causal, lengths = parse(spec)
@@ -39,13 +47,8 @@ def contestants(spec: str) -> dict:
     q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
     kw, sdpa_kw = {}, dict(is_causal=causal)
     if lengths:
-        lens = (torch.randint(1, S + 1, (B,), device="cuda", dtype=torch.int32) if lengths == "random" else
-                torch.full((B,), 1 if lengths == "min" else S, device="cuda", dtype=torch.int32))
-        i = torch.arange(S, device="cuda").view(1, 1, S, 1)
-        j = torch.arange(S, device="cuda").view(1, 1, 1, S)
-        L = lens.view(-1, 1, 1, 1)
-        mask = (j < L) & (i < L)
-        kw, sdpa_kw = dict(seqlens=lens), dict(attn_mask=mask & (j <= i) if causal else mask)
+        lens = secret_lengths(lengths, B, S)
+        kw, sdpa_kw = dict(seqlens=lens), dict(attn_mask=_padding_mask(lens, S, causal))  # the benchmark's mask
 
     def ours():
         return dhp_attention.attention(q, k, v, causal=causal, layout="bhsd", **kw)

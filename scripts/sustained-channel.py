@@ -30,7 +30,7 @@ import statistics
 import torch
 
 import dhp_attention
-from contestants import parse
+from contestants import parse, secret_lengths
 from nvml_energy import Energy, window
 
 LENGTH_CLASSES, VALUE_CLASSES = ("min", "max", "random"), ("normal", "zeros", "small", "sparse")
@@ -69,8 +69,7 @@ def make_call(shape: tuple, cls: str, deadline: bool, margin: float, budgets: di
         for t in (q, k, v):
             t.mul_(torch.rand(t.shape, device="cuda") < 0.5)
     elif cls in LENGTH_CLASSES:
-        lens = (torch.randint(1, S + 1, (B,), device="cuda", dtype=torch.int32) if cls == "random" else
-                torch.full((B,), 1 if cls == "min" else S, device="cuda", dtype=torch.int32))
+        lens = secret_lengths(cls, B, S)
     elif cls not in VALUE_CLASSES:
         raise SystemExit(f"--classes: unknown class {cls!r} (want {LENGTH_CLASSES + VALUE_CLASSES})")
     kw = dict(seqlens=lens) if Sq == S else dict(seqlens_k=lens)
