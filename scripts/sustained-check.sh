@@ -12,7 +12,9 @@
 #      and value class; the decode step B8 S_q 1 H 32/8 S_k 4096 D128 and
 #      the small call by length class from CUDA graphs of 20 calls (the only
 #      way Python holds them back to back), the small call also under the
-#      deadline.
+#      deadline;
+#   4. the deadline with the default calibration at the other shapes of 3:
+#      D256, D64 causal, and the decode step from CUDA graphs (session 57).
 # Logs to $OUT; the tables last. SECTIONS (default "1 2 3") picks parts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,11 @@ if on 3; then
   sc small-graph.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20
   sc decode-graph.log --decode fp16,8,1,32,8,4096,128,0 --classes max,min,random --rounds 2 --graph 20
   sc small-graph-deadline.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20 --deadline
+fi
+if on 4; then
+  sc d256-deadline.log --case bf16,4,8,4096,256,0 --classes max,min,random --rounds 2 --deadline
+  sc d64-causal-deadline.log --case bf16,4,32,4096,64,1 --classes max,min,random --rounds 2 --deadline
+  sc decode-graph-deadline.log --decode fp16,8,1,32,8,4096,128,0 --classes max,min,random --rounds 2 --graph 20 --deadline
 fi
 for f in "$out"/*.log; do
   case "$f" in *pip.log|*pytest.log) continue;; esac
