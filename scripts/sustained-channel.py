@@ -23,7 +23,7 @@ Rounds alternate the order of the classes; per class the median over rounds
 of: us per call, W, mJ per call, and the time and energy against the first
 class; the per-round times show the spread.
   python3 scripts/sustained-channel.py [--case bf16,4,16,4096,128,0 | --decode dtype,B,S_q,H_q,H_kv,S_k,D,causal]
-                                       [--classes max,min,random] [--window 3] [--rounds 3] [--deadline [--margin 0.05]] [--graph N]"""
+                                       [--classes max,min,random] [--window 3] [--rounds 3] [--deadline [--margin 0.05]] [--graph N [--calib graph]]"""
 import argparse
 import statistics
 
@@ -49,7 +49,7 @@ def shape_of(case: str, decode: str):
     return dt, B, S, H, H, S, D, causal
 
 
-def make_call(shape: tuple, cls: str, deadline: bool, margin: float, budgets: dict, graph: int):
+def make_call(shape: tuple, cls: str, deadline: bool, margin: float, budgets: dict, graph: int, calib_graph: bool):
     """One call of class `cls` on the shape, or with graph > 0 the replay of
     a CUDA graph of that many: (fn, calls per fn, deadline state or None).
     With S_q == S_k the lengths are shared (seqlens); otherwise (decode) they
@@ -81,8 +81,8 @@ def make_call(shape: tuple, cls: str, deadline: bool, margin: float, budgets: di
     mode = "lengths" if lens is not None else "dense"
     if mode not in budgets:  # public inputs only: the calibration reads shapes, never these values
         budgets[mode] = dhp_attention.calibrate_time_budget(q, k, v, causal=causal, layout="bhsd", margin=margin,
-                                                            **kw)
-        print(f"budget ({mode}): {budgets[mode] / 1e3:.1f} us", flush=True)
+                                                            graph=graph if calib_graph else 0, **kw)
+        print(f"budget ({mode}{', from graphs' if calib_graph else ''}): {budgets[mode] / 1e3:.1f} us", flush=True)
     out, state = torch.empty_like(q), dhp_attention.deadline_state()
 
     def fn():
@@ -122,12 +122,16 @@ def main():
     ap.add_argument("--deadline", action="store_true", help="every call under a calibrated budget")
     ap.add_argument("--margin", type=float, default=0.05, help="the calibration's margin (with --deadline)")
     ap.add_argument("--graph", type=int, default=0, help="replay a CUDA graph of this many calls (small calls)")
+    ap.add_argument("--calib", choices=("stream", "graph"), default="stream",
+                    help="with --deadline --graph N: calibrate calls launched from the stream, or from graphs of N")
     ap.add_argument("--nvml-index", type=int, default=None)
     a = ap.parse_args()
     shape = shape_of(a.case, a.decode)
     meter, budgets = Energy(a.nvml_index), {}
     classes = a.classes.split(",")
-    calls = {c: make_call(shape, c, a.deadline, a.margin, budgets, a.graph) for c in classes}
+    if a.calib == "graph" and not (a.deadline and a.graph):
+        raise SystemExit("--calib graph: needs --deadline and --graph N")
+    calls = {c: make_call(shape, c, a.deadline, a.margin, budgets, a.graph, a.calib == "graph") for c in classes}
     got = {c: [] for c in classes}  # (s per call, W, J per call, overruns, calls)
     for r in range(a.rounds):
         order = classes[r % len(classes):] + classes[:r % len(classes)]

@@ -14,7 +14,9 @@
 #      way Python holds them back to back), the small call also under the
 #      deadline;
 #   4. the deadline with the default calibration at the other shapes of 3:
-#      D256, D64 causal, and the decode step from CUDA graphs (session 57).
+#      D256, D64 causal, and the decode step from CUDA graphs (session 57);
+#   5. the small call and the decode step from CUDA graphs under budgets
+#      calibrated from graphs (calibrate_time_budget(graph=20), session 57).
 # Logs to $OUT; the tables last. SECTIONS (default "1 2 3") picks parts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +27,9 @@ on() { [[ " $sections " == *" $1 "* ]]; }
 python3 -m pip install --no-build-isolation --no-deps -C cmake.define.DHP_CUDA_ARCHS=90a . > "$out/pip.log" 2>&1 ||
   { echo "pip install failed"; tail -20 "$out/pip.log"; exit 1; }
 if on 1; then
-  (cd /tmp && DHP_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -p no:cacheprovider "$repo/tests/python/test_gpu.py" \
+  (cd /tmp && DHP_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -s -p no:cacheprovider "$repo/tests/python/test_gpu.py" \
     -k "calibrat or deadline" > "$out/pytest.log" 2>&1)
+  grep -E "^budget" "$out/pytest.log"
   echo "pytest (deadline, calibration): $(tail -1 "$out/pytest.log")"
 fi
 sc() { local log=$1; shift; (cd scripts && timeout 200 python3 sustained-channel.py "$@" > "$out/$log" 2>&1) ||
@@ -46,6 +49,11 @@ if on 4; then
   sc d256-deadline.log --case bf16,4,8,4096,256,0 --classes max,min,random --rounds 2 --deadline
   sc d64-causal-deadline.log --case bf16,4,32,4096,64,1 --classes max,min,random --rounds 2 --deadline
   sc decode-graph-deadline.log --decode fp16,8,1,32,8,4096,128,0 --classes max,min,random --rounds 2 --graph 20 --deadline
+fi
+if on 5; then
+  sc small-graph-calib.log --case fp16,1,8,512,64,0 --classes max,min,random --rounds 2 --graph 20 --deadline --calib graph
+  sc decode-graph-calib.log --decode fp16,8,1,32,8,4096,128,0 --classes max,min,random --rounds 2 --graph 20 --deadline \
+    --calib graph
 fi
 for f in "$out"/*.log; do
   case "$f" in *pip.log|*pytest.log) continue;; esac

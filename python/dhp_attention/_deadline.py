@@ -49,7 +49,7 @@ def deadline_state(device=None):
     return torch.zeros(3, dtype=torch.int64, device="cuda" if device is None else device)
 
 
-def _check_calibration_args(tensors, calls, margin, slack_ns, warm_s, stream):
+def _check_calibration_args(tensors, calls, margin, slack_ns, warm_s, graph, stream):
     if torch is None:
         raise ImportError("dhp_attention.calibrate_time_budget needs PyTorch")
     if stream is not None and not isinstance(stream, torch.cuda.Stream):
@@ -66,6 +66,8 @@ def _check_calibration_args(tensors, calls, margin, slack_ns, warm_s, stream):
         raise ValueError(f"slack_ns: must be an int of ns in 0 .. 1000000000 (got {slack_ns!r})")
     if isinstance(warm_s, bool) or not isinstance(warm_s, (int, float)) or not 0.0 <= warm_s <= 60.0:
         raise ValueError(f"warm_s: must be seconds in 0 .. 60 (got {warm_s!r})")
+    if isinstance(graph, bool) or not isinstance(graph, int) or not 0 <= graph <= 1024:
+        raise ValueError(f"graph: must be an int of calls per CUDA graph in 0 .. 1024, 0 for none (got {graph!r})")
 
 
 def _public_like(t, fill_normal: bool):
@@ -81,7 +83,7 @@ def _public_like(t, fill_normal: bool):
 def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[float] = None, seqlens=None,
                           seqlens_q=None, seqlens_k=None, layout: str = "bshd", with_lse: bool = False,
                           calls: int = 16384, margin: float = 0.05, slack_ns: int = 2000, warm_s: float = 2.0,
-                          stream: Any = None) -> int:
+                          graph: int = 0, stream: Any = None) -> int:
     """A time budget (ns) for attention_into's deadline, measured on public inputs.
 
     q, k, v and the lengths arrays (torch CUDA tensors) give shapes, strides,
@@ -106,6 +108,13 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     so that no call's work holds the host's enqueueing; warm_s is unused
     there.
 
+    graph > 0 (1 .. 1024): the calls will be replayed from CUDA graphs of
+    that many calls (a decode loop's usual form), so they are measured so:
+    a graph of `graph` calibration calls replayed back to back, warm_s
+    seconds first, whatever the call's size. Kernels in a graph start
+    sooner after each other than from the stream, so the budget is
+    smaller; a call launched from the stream under it may overrun.
+
     The budget covers what was measured: calls queued back to back. Where
     calls start on an idle stream, the host's planning of the call falls
     inside it too (the start is stamped before the launches): calibrate as
@@ -113,7 +122,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     a change of GPU, clocks, driver or of the other work sharing the GPU, and
     watch deadline_state's overrun count."""
     _check_calibration_args(dict(q=q, k=k, v=v, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k),
-                            calls, margin, slack_ns, warm_s, stream)
+                            calls, margin, slack_ns, warm_s, graph, stream)
     from . import _problem, attention_into  # the package's entry points (imported here: no import cycle)
 
     # The library's own checks of the public arguments, on the caller's
@@ -125,11 +134,11 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
     st = torch.cuda.current_stream(q.device) if stream is None else stream
     s_dim = 1 if layout == "bshd" else 2
 
-    def call():
+    def call(on=None):
         # A 1 ns budget: the call overruns, records its work in last_work_ns
         # and waits to 2 us past it (the library's fixed-time overrun path).
-        attention_into(qq, kk, vv, out, lse=lse, causal=causal, scale=scale, layout=layout, stream=st,
-                       time_budget_ns=1, deadline_state=cal_state, **lens)
+        attention_into(qq, kk, vv, out, lse=lse, causal=causal, scale=scale, layout=layout,
+                       stream=st if on is None else on, time_budget_ns=1, deadline_state=cal_state, **lens)
 
     # Everything on `st`: the buffers are filled in the order the calls read them.
     with torch.cuda.stream(st):
@@ -152,24 +161,42 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
         call()
         torch.maximum(slowest, cal_state[2:], out=slowest)
         st.synchronize()
-        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        ev0.record(st)
-        t0 = time.perf_counter()
-        for _ in range(_BATCH):
-            call()
-            torch.maximum(slowest, cal_state[2:], out=slowest)
-        host_s = time.perf_counter() - t0
-        ev1.record(st)
-        st.synchronize()
-        gpu_bound = ev0.elapsed_time(ev1) / 1e3 > _GPU_BOUND * host_s
+        replay = None
+        if graph:
+            # The calls as the caller's graphs will hold them, each with its
+            # fold of the slowest work (warm replays fold too: zeroed after).
+            # Captured on a side stream (capture refuses the legacy default
+            # stream), replayed on st.
+            g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream(q.device)
+            side.wait_stream(st)
+            with torch.cuda.graph(g, stream=side):
+                for _ in range(graph):
+                    call(side)
+                    torch.maximum(slowest, cal_state[2:], out=slowest)
+            st.wait_stream(side)
+            replay, gpu_bound, host_s = g.replay, True, 0.0
+        else:
+            ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            ev0.record(st)
+            t0 = time.perf_counter()
+            for _ in range(_BATCH):
+                call()
+                torch.maximum(slowest, cal_state[2:], out=slowest)
+            host_s = time.perf_counter() - t0
+            ev1.record(st)
+            st.synchronize()
+            gpu_bound = ev0.elapsed_time(ev1) / 1e3 > _GPU_BOUND * host_s
         hold_cycles = max(_MIN_HOLD_CYCLES, int(2 * host_s * 2.0e9))
         in_flight = []  # events of the batches queued (large calls: the queue never runs dry)
 
         def queued(n, measure):
-            for _ in range(n):
-                call()
-                if measure:
-                    torch.maximum(slowest, cal_state[2:], out=slowest)
+            if replay is not None:
+                replay()  # on st, the current stream here
+            else:
+                for _ in range(n):
+                    call()
+                    if measure:
+                        torch.maximum(slowest, cal_state[2:], out=slowest)
             if gpu_bound:
                 e = torch.cuda.Event()
                 e.record(st)
@@ -186,7 +213,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
         slowest.zero_()
         done = 0
         while done < calls:
-            n = min(_BATCH, calls - done)
+            n = graph or min(_BATCH, calls - done)  # a graph replays all its calls
             if not gpu_bound and hasattr(torch.cuda, "_sleep"):  # private but long-standing; without it
                 torch.cuda._sleep(hold_cycles)  # the budget errs high
             queued(n, True)

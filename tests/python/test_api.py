@@ -164,6 +164,9 @@ def test_library_checks_the_deadline_before_launch(case, match):
     (dict(slack_ns=1.5), ValueError, r"^slack_ns: must be an int of ns"),
     (dict(warm_s=-1.0), ValueError, r"^warm_s: must be seconds in 0 \.\. 60 \(got -1\.0\)"),
     (dict(warm_s=True), ValueError, r"^warm_s: must be seconds"),
+    (dict(graph=-1), ValueError, r"^graph: must be an int of calls per CUDA graph in 0 \.\. 1024, 0 for none \(got -1\)"),
+    (dict(graph=1025), ValueError, r"^graph: must be an int of calls per CUDA graph"),
+    (dict(graph=True), ValueError, r"^graph: must be an int of calls per CUDA graph"),
     (dict(stream=0), TypeError, r"^stream: calibrate_time_budget takes None or a torch\.cuda\.Stream"),
     (dict(), ValueError, r"^q: must be on a CUDA device, got cpu"),
 ])

@@ -292,6 +292,47 @@ def test_calibrated_budget_holds_under_sustained_load():
     assert overruns >= calls // 10, f"only {overruns} of {calls} calls overran a budget of {tight} ns (calibrated {budget})"
 
 
+def test_graph_calibrated_budget_holds_in_graph_replay():
+    # calibrate_time_budget(graph=N) measures the calls as a CUDA graph of N
+    # replays them (a decode loop's form): the gate's small call, then graphs
+    # of 20 deadline calls on fresh random lengths per call, replayed back to
+    # back for 2 s, must not overrun, and each replay must last at least its
+    # 20 budgets.
+    B, S, H, D, N = 1, 512, 8, 64, 20
+    q, k, v = make_qkv(B, S, S, H, H, D, torch.float16)
+    lq = torch.randint(0, S + 1, (N, B), dtype=torch.int32, device="cuda")
+    lk = torch.randint(0, S + 1, (N, B), dtype=torch.int32, device="cuda")
+    budget = dhp_attention.calibrate_time_budget(q, k, v, causal=True, seqlens_q=lq[0], seqlens_k=lk[0], graph=N,
+                                                 calls=4096, warm_s=0.5)
+    streamed = dhp_attention.calibrate_time_budget(q, k, v, causal=True, seqlens_q=lq[0], seqlens_k=lk[0], calls=4096)
+    print(f"budget from graphs of {N}: {budget} ns; from the stream: {streamed} ns")
+    out, state = torch.empty_like(q), dhp_attention.deadline_state()
+    dhp_attention.attention_into(q, k, v, out, causal=True, seqlens_q=lq[0], seqlens_k=lk[0],
+                                 time_budget_ns=budget, deadline_state=state)  # outside the capture: first-call work
+    torch.cuda.synchronize()
+    state.zero_()
+    g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+        for i in range(N):
+            dhp_attention.attention_into(q, k, v, out, causal=True, seqlens_q=lq[i], seqlens_k=lk[i],
+                                         time_budget_ns=budget, deadline_state=state, stream=side)
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    replays, t_end = 0, time.perf_counter() + 2.0
+    e0.record()
+    while time.perf_counter() < t_end:
+        g.replay()
+        replays += 1
+        if replays % 64 == 0:
+            torch.cuda.synchronize()
+    e1.record()
+    torch.cuda.synchronize()
+    calls = replays * N
+    assert state[1].item() == 0, f"{state[1].item()} overruns in {calls} graph-replayed calls under {budget} ns"
+    per_call_ns = e0.elapsed_time(e1) * 1e6 / calls
+    assert per_call_ns >= budget - 100, (per_call_ns, budget)
+
+
 class _DLPackOnly:
     """Exposes a tensor through DLPack alone (no torch type, no CUDA array interface)."""
 
