@@ -153,8 +153,8 @@ def main():
         m = [statistics.median(x[i] for x in got[c]) for i in range(3)]
         first = first or m
         over, n = sum(x[3] for x in got[c]), sum(x[4] for x in got[c])
-        rounds = " / ".join(f"{x[0] * 1e6:.1f}" for x in got[c])
-        print(f"| {c} | {m[0] * 1e6:.1f} | {m[1]:.0f} | {m[2] * 1e3:.1f} | {m[0] / first[0]:.4f} | "
+        rounds = " / ".join(f"{x[0] * 1e6:.2f}" for x in got[c])
+        print(f"| {c} | {m[0] * 1e6:.2f} | {m[1]:.0f} | {m[2] * 1e3:.1f} | {m[0] / first[0]:.4f} | "
               f"{m[2] / first[2]:.4f} | {over if a.deadline else '-'} / {n} | {rounds} |", flush=True)
 
 
