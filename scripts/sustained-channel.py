@@ -19,6 +19,8 @@ Classes (comma-separated; each with its own fresh normal inputs):
   normal / zeros       no lengths; normal values / every element zero
   small / sparse       no lengths; normal values x 2^-6 (the same mantissas) /
                        normal values with half the elements zero (ReLU-like)
+A class may carry a tag, max:a,max:b: instances of one class, each with its own
+inputs and buffers (the A/A control: what separates two identical classes).
 Rounds alternate the order of the classes; per class the median over rounds
 of: us per call, W, mJ per call, and the time and energy against the first
 class; the per-round times show the spread.
@@ -55,6 +57,7 @@ def make_call(shape: tuple, cls: str, deadline: bool, margin: float, budgets: di
     With S_q == S_k the lengths are shared (seqlens); otherwise (decode) they
     are the keys' (seqlens_k), the query rows all visible."""
     dt, B, Sq, Hq, Hkv, S, D, causal = shape
+    cls = cls.split(":")[0]  # "max:a", "max:b": two instances of one class (an A/A control)
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
     q, k, v = (torch.randn(B, s_, h, D, device="cuda", dtype=dtype).transpose(1, 2)
                for s_, h in ((Sq, Hq), (S, Hkv), (S, Hkv)))
