@@ -118,7 +118,8 @@ def attention_into(q, k, v, out, *, lse=None, causal: bool = False, scale: Optio
     work is; sessions 48-51). deadline_state:
     int64 [3] on q's device, zeroed once (deadline_state() makes one), one per stream in flight; the
     call writes (start_ns, overruns, last_work_ns) there. Calibrate the budget on public inputs
-    (calibrate_time_budget: full lengths, random values) and keep overruns at 0: an overrun waits
+    (calibrate_time_budget: full lengths, random values; graph=N for calls replayed from CUDA
+    graphs) and keep overruns at 0: an overrun waits
     for a later multiple of the budget, and slower inputs overrun more often."""
     kw = dict(causal=causal, scale=scale, seqlens=seqlens, seqlens_q=seqlens_q, seqlens_k=seqlens_k, layout=layout)
     q_info = _core.describe(q, "q")
