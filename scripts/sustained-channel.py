@@ -85,7 +85,7 @@ def make_call(shape: tuple, cls: str, deadline: bool, margin: float, budgets: di
     if mode not in budgets:  # public inputs only: the calibration reads shapes, never these values
         budgets[mode] = dhp_attention.calibrate_time_budget(q, k, v, causal=causal, layout="bhsd", margin=margin,
                                                             graph=graph if calib_graph else 0, **kw)
-        print(f"budget ({mode}{', from graphs' if calib_graph else ''}): {budgets[mode] / 1e3:.1f} us", flush=True)
+        print(f"budget ({mode}{', from graphs' if calib_graph else ''}): {budgets[mode] / 1e3:.2f} us", flush=True)
     out, state = torch.empty_like(q), dhp_attention.deadline_state()
 
     def fn():
@@ -130,10 +130,14 @@ def main():
     ap.add_argument("--nvml-index", type=int, default=None)
     a = ap.parse_args()
     shape = shape_of(a.case, a.decode)
-    meter, budgets = Energy(a.nvml_index), {}
     classes = a.classes.split(",")
+    if len(set(classes)) != len(classes):
+        raise SystemExit("--classes: a class named twice would be one instance; tag them (max:a,max:b)")
+    if a.graph < 0:
+        raise SystemExit("--graph: calls per graph, >= 0")
     if a.calib == "graph" and not (a.deadline and a.graph):
         raise SystemExit("--calib graph: needs --deadline and --graph N")
+    meter, budgets = Energy(a.nvml_index), {}
     calls = {c: make_call(shape, c, a.deadline, a.margin, budgets, a.graph, a.calib == "graph") for c in classes}
     got = {c: [] for c in classes}  # (s per call, W, J per call, overruns, calls)
     for r in range(a.rounds):

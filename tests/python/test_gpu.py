@@ -275,18 +275,19 @@ def test_calibrated_budget_holds_under_sustained_load():
     # a pause around every batch (the form before session 56) overran on 15 %
     # of such calls (1 225 of 8 176, H200); calibrate_time_budget now measures
     # large calls under sustained load, so none may overrun. The same loop
-    # under a budget 10 % lower must count overruns (sessions 56-57: the
+    # under a budget 20 % lower must count overruns (sessions 56-57: the
     # calibrated budget, 1 084 us, is 8.7 % above the sustained full-length
-    # call, 997 us), which shows that the zero above is measured, not a
-    # counter that never moves.
+    # call, 997 us; 0.8 x is 867 us), which shows that the zero above is
+    # measured, not a counter that never moves.
     B, S, H, D = 4, 4096, 16, 128
     q, k, v = make_qkv(B, S, S, H, H, D, torch.bfloat16)
     full = torch.full((B,), S, dtype=torch.int32, device="cuda")
     budget = dhp_attention.calibrate_time_budget(q, k, v, seqlens=full, calls=1024)
     overruns, calls = _sustained_overruns(q, k, v, full, budget, 4.0)
     assert overruns == 0, f"{overruns} overruns in {calls} full-length calls under the calibrated budget {budget} ns"
-    tight = int(budget * 0.9)
+    tight = int(budget * 0.8)
     overruns, calls = _sustained_overruns(q, k, v, full, tight, 2.0)
+    print(f"budget {budget} ns: 0 overruns; {tight} ns: {overruns} of {calls} calls overran")
     # An overrun waits to two budgets, and the pause lets the clock rise for
     # the next call, so not every call overruns: a tenth at least.
     assert overruns >= calls // 10, f"only {overruns} of {calls} calls overran a budget of {tight} ns (calibrated {budget})"
@@ -294,10 +295,11 @@ def test_calibrated_budget_holds_under_sustained_load():
 
 def test_graph_calibrated_budget_holds_in_graph_replay():
     # calibrate_time_budget(graph=N) measures the calls as a CUDA graph of N
-    # replays them (a decode loop's form): the gate's small call, then graphs
-    # of 20 deadline calls on fresh random lengths per call, replayed back to
-    # back for 2 s, must not overrun, and each replay must last at least its
-    # 20 budgets.
+    # replays them (a decode loop's form): on the gate's small call its budget
+    # must be smaller than the stream's (session 57: 12.4 against 20.4 us),
+    # and graphs of 20 deadline calls, each call with its own random lengths,
+    # replayed back to back for 2 s, must not overrun, and last on average at
+    # least a budget per call.
     B, S, H, D, N = 1, 512, 8, 64, 20
     q, k, v = make_qkv(B, S, S, H, H, D, torch.float16)
     lq = torch.randint(0, S + 1, (N, B), dtype=torch.int32, device="cuda")
@@ -306,6 +308,7 @@ def test_graph_calibrated_budget_holds_in_graph_replay():
                                                  calls=4096, warm_s=0.5)
     streamed = dhp_attention.calibrate_time_budget(q, k, v, causal=True, seqlens_q=lq[0], seqlens_k=lk[0], calls=4096)
     print(f"budget from graphs of {N}: {budget} ns; from the stream: {streamed} ns")
+    assert budget < streamed, (budget, streamed)
     out, state = torch.empty_like(q), dhp_attention.deadline_state()
     dhp_attention.attention_into(q, k, v, out, causal=True, seqlens_q=lq[0], seqlens_k=lk[0],
                                  time_budget_ns=budget, deadline_state=state)  # outside the capture: first-call work
