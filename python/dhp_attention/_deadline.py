@@ -144,6 +144,10 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
         attention_into(qq, kk, vv, out, lse=lse, causal=causal, scale=scale, layout=layout,
                        stream=st if on is None else on, time_budget_ns=1, deadline_state=cal_state, **lens)
 
+    def fold():
+        # The slowest work so far, kept on the GPU (no synchronisation per call).
+        torch.maximum(slowest, cal_state[2:], out=slowest)
+
     # Everything on `st`: the buffers are filled in the order the calls read them.
     with torch.cuda.stream(st):
         qq, kk, vv = (_public_like(t, True) for t in (q, k, v))
@@ -163,7 +167,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
         # timed on the host (its enqueueing: the holds' size) and on the GPU
         # (large or small calls).
         call()
-        torch.maximum(slowest, cal_state[2:], out=slowest)
+        fold()
         st.synchronize()
         replay = None
         if graph:
@@ -176,7 +180,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
             with torch.cuda.graph(g, stream=side):
                 for _ in range(graph):
                     call(side)
-                    torch.maximum(slowest, cal_state[2:], out=slowest)
+                    fold()
             st.wait_stream(side)
             replay, gpu_bound, host_s = g.replay, True, 0.0
         else:
@@ -185,7 +189,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
             t0 = time.perf_counter()
             for _ in range(_BATCH):
                 call()
-                torch.maximum(slowest, cal_state[2:], out=slowest)
+                fold()
             host_s = time.perf_counter() - t0
             ev1.record(st)
             st.synchronize()
@@ -200,7 +204,7 @@ def calibrate_time_budget(q, k, v, *, causal: bool = False, scale: Optional[floa
                 for _ in range(n):
                     call()
                     if measure:
-                        torch.maximum(slowest, cal_state[2:], out=slowest)
+                        fold()
             if gpu_bound:
                 e = torch.cuda.Event()
                 e.record(st)
